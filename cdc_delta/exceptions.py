@@ -1,0 +1,35 @@
+"""The exceptions cdc-delta raises. Every message names the bad input and what to do about it."""
+
+from __future__ import annotations
+
+
+class CdcDeltaError(Exception):
+    """Base class of every error cdc-delta raises on purpose."""
+
+
+class ConfigError(CdcDeltaError):
+    """The configuration file or an override is invalid; raised before any work starts."""
+
+
+class EnvelopeError(CdcDeltaError):
+    """A Kafka record is not a change event cdc-delta can apply; the record goes to the dead letters."""
+
+
+class SchemaChangeError(CdcDeltaError):
+    """A source column changed type in a way the Delta table cannot follow; that table stops."""
+
+
+class SparkSetupError(CdcDeltaError):
+    """The Spark session cannot be built as configured (missing jars, bad Spark setting)."""
+
+
+class ConnectorError(CdcDeltaError):
+    """The Kafka Connect REST API refused or failed a request."""
+
+
+class ConnectorNotFound(ConnectorError):
+    """The named connector does not exist on the Kafka Connect cluster."""
+
+
+class ConnectorConflict(ConnectorError):
+    """Kafka Connect is rebalancing or the connector is being changed by someone else."""

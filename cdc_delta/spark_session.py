@@ -1,0 +1,86 @@
+"""The one place a SparkSession is built: Delta enabled, sized for the configured cores, jars offline."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from cdc_delta.config import SparkConfig
+from cdc_delta.exceptions import SparkSetupError
+
+logger = logging.getLogger(__name__)
+
+SPARK_VERSION = "4.0.0"
+DELTA_VERSION = "4.0.0"
+SCALA_BINARY = "2.13"
+MAVEN_PACKAGES = (
+    f"io.delta:delta-spark_{SCALA_BINARY}:{DELTA_VERSION}",
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+)
+JARS_DIR_ENV = "CDC_DELTA_JARS_DIR"
+DEFAULT_JARS_DIR = ".jars/spark"
+
+# Settings every session gets; SparkConfig.conf is applied after them and wins.
+BASE_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    # Delta writes a checkpoint and reconstructs its snapshot with this many tasks (default 50).
+    "spark.databricks.delta.snapshotPartitions": "4",
+}
+
+
+def jars_dir(config: SparkConfig) -> Path:
+    """Where pre-fetched jars are looked for: ``spark.jars_dir``, else ``$CDC_DELTA_JARS_DIR``, else
+    ``.jars/spark`` of the source checkout cdc_delta runs from, else ``./.jars/spark``."""
+    if config.jars_dir or os.environ.get(JARS_DIR_ENV):
+        return Path(config.jars_dir or os.environ[JARS_DIR_ENV])
+    checkout = Path(__file__).resolve().parents[1] / DEFAULT_JARS_DIR
+    return checkout if checkout.is_dir() else Path(DEFAULT_JARS_DIR)
+
+
+def session_conf(config: SparkConfig) -> dict[str, str]:
+    """Every Spark setting the session is built with (without building it)."""
+    conf = dict(BASE_CONF)
+    conf["spark.sql.shuffle.partitions"] = str(config.shuffle_partitions)
+    conf["spark.databricks.delta.snapshotPartitions"] = str(config.shuffle_partitions)
+    folder = jars_dir(config)
+    jars = sorted(glob.glob(str(folder / "*.jar")))
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    else:
+        if config.jars_dir:
+            raise SparkSetupError(
+                f"spark.jars_dir {config.jars_dir!r} holds no jars: run scripts/fetch-jars.sh, "
+                "or remove spark.jars_dir to resolve them from Maven Central at start"
+            )
+        logger.info("no jars in %s: Spark resolves %s from Maven Central", folder, ", ".join(MAVEN_PACKAGES))
+        conf["spark.jars.packages"] = ",".join(MAVEN_PACKAGES)
+    conf.update(config.conf)
+    return conf
+
+
+def build_session(config: SparkConfig) -> SparkSession:
+    """Build (or join) the SparkSession. Static settings only apply to the first session of a process."""
+    builder = SparkSession.builder.appName(config.app_name)
+    if config.master and config.master.startswith("local"):
+        # Local Python workers must run the driver's interpreter (the one cdc_delta is installed in).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if config.master:
+        builder = builder.master(config.master)
+    for key, value in session_conf(config).items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # py4j/JVM start-up failures carry no useful type
+        raise SparkSetupError(f"could not start Spark ({config.master or 'spark-submit master'}): {exc}") from exc
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_DELTA_SPARK_LOG_LEVEL", "WARN"))
+    return spark
