@@ -112,7 +112,7 @@ def _collect_stats(decoded: DataFrame) -> _Stats:
         stats.tombstones += r["n"] if r["tombstone"] else 0
         partition = str(r["partition"])
         stats.offsets[r["topic"]][partition] = max(stats.offsets[r["topic"]].get(partition, -1), r["max_offset"])
-        if r["status"] == OK:
+        if r["status"] == OK and r["table"] is not None:
             stats.events_by_table[r["table"]] += r["n"]
             if r["max_ts"] is not None:
                 stats.max_ts_by_table[r["table"]] = max(stats.max_ts_by_table.get(r["table"], 0), r["max_ts"])
@@ -217,8 +217,9 @@ class BatchProcessor:
         merge = self._merge(spark, decoded, table.name, path, plan, batch_id, meta, started) if descriptors \
             else MergeResult(name, replayed=False)
         truncated = 0
-        app = f"{self.config.app_id}:{name}:truncate"
         for (db, tbl), seq in _latest_truncates(truncates).items():
+            # One transaction id per source table: two truncates in a batch are two commits.
+            app = f"{self.config.app_id}:{name}:truncate:{db}.{tbl}"
             rows, _ = apply_truncate(spark, path, db, tbl, seq, app, batch_id,
                                      {**meta, "operation": "truncate", "source": f"{db}.{tbl}"})
             truncated += rows

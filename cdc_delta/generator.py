@@ -52,6 +52,8 @@ class Column:
             return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
         if self.logical == "io.debezium.time.ZonedTimestamp":
             return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        if self.logical == "io.debezium.data.EnumSet":
+            return ",".join(value)
         if self.connect_type == "bytes":
             return base64.b64encode(value).decode()
         return value

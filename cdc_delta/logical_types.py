@@ -197,7 +197,10 @@ def to_canonical(type_name: str, value: Any) -> Any:
     if type_name == "binary":
         if not isinstance(value, str):
             raise ValueError(f"expected base64 text, got {value!r}")
-        base64.b64decode(value, validate=True)
+        try:
+            base64.b64decode(value, validate=True)
+        except ValueError:
+            raise ValueError(f"{value!r} is not valid base64") from None
         return value
     if type_name == "date":
         if isinstance(value, int) and not isinstance(value, bool):

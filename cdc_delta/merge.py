@@ -62,11 +62,21 @@ def delta_transaction(spark: SparkSession, app_id: str, version: int, metadata: 
             spark.conf.unset(key)
 
 
+_IDENTITY = ("app_id", "batch_id", "table", "operation", "source")
+
+
 def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None, dict[str, str]]:
-    """The version and metrics of the commit carrying exactly this metadata, if it happened."""
-    marker = json.dumps(metadata, sort_keys=True)
+    """The version and metrics of this app's commit for this batch and operation, if it happened.
+
+    Looks at the last 20 commits: enough to report a replay; the transaction id guards it anyway.
+    """
+    identity = {k: metadata.get(k) for k in _IDENTITY}
     for row in table.history(20).select("version", "userMetadata", "operationMetrics").collect():
-        if row["userMetadata"] == marker:
+        try:
+            recorded = json.loads(row["userMetadata"] or "null")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(recorded, dict) and all(recorded.get(k) == v for k, v in identity.items()):
             return row["version"], dict(row["operationMetrics"] or {})
     return None, {}
 
@@ -92,8 +102,15 @@ def merge_rows(
     metadata: dict[str, Any],
     table_name: str,
 ) -> MergeResult:
-    """MERGE ``rows`` (at most one per key: see :func:`cdc_delta.dedupe.latest_per_key`) into ``path``."""
+    """MERGE ``rows`` (at most one per key: see :func:`cdc_delta.dedupe.latest_per_key`) into ``path``.
+
+    A batch this app already merged into the table is not merged again (``replayed=True``).
+    """
     target = DeltaTable.forPath(spark, path)
+    metadata = {**metadata, "operation": "merge"}
+    done, _ = _committed(target, metadata)
+    if done is not None:
+        return MergeResult(table=table_name, version=done, replayed=True)
     condition = F.lit(True)
     for k in key:
         condition = condition & (F.col(f"t.{C.quote(k)}") == F.col(f"s.{C.quote(k)}"))
@@ -109,6 +126,8 @@ def merge_rows(
             .execute()
         )
     version, metrics = _committed(target, metadata)
+    if version is None:  # a concurrent run of the same batch committed it first
+        return MergeResult(table=table_name, replayed=True)
     return MergeResult(
         table=table_name,
         source_rows=int(metrics.get("numSourceRows", 0)),
@@ -136,6 +155,8 @@ def apply_truncate(
 ) -> tuple[int, bool]:
     """Soft-delete every row of one source table older than a TRUNCATE; returns (rows, replayed)."""
     target = DeltaTable.forPath(spark, path)
+    if _committed(target, metadata)[0] is not None:
+        return 0, True
     same_source = F.col(C.SOURCE_DB).eqNullSafe(F.lit(source_db)) & F.col(C.SOURCE_TABLE).eqNullSafe(
         F.lit(source_table)
     )

@@ -1,0 +1,44 @@
+"""Read a Delta table back in the canonical forms the oracle uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DateType, DecimalType, TimestampType
+
+COMPARED_METADATA = ("_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table")
+
+
+def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """(business columns, rows) with decimals and dates as text, timestamps as epoch micros."""
+    df = spark.read.format("delta").load(path)
+    business = [f for f in df.schema.fields if not f.name.startswith("_cdc_")]
+    cols = []
+    for f in business:
+        c = F.col(f"`{f.name}`")
+        if isinstance(f.dataType, (DecimalType, DateType)):
+            c = c.cast("string")
+        elif isinstance(f.dataType, TimestampType):
+            c = F.unix_micros(c)
+        cols.append(c.alias(f.name))
+    rows = []
+    for r in df.select(*cols, *COMPARED_METADATA).collect():
+        row = r.asDict()
+        row["_cdc_seq"] = tuple(row["_cdc_seq"])
+        for f in business:
+            if isinstance(f.dataType, ArrayType) and row[f.name] is not None:
+                row[f.name] = list(row[f.name])
+        rows.append(row)
+    return [f.name for f in business], sorted(rows, key=repr)
+
+
+def batch_ids_per_commit(spark: SparkSession, path: str) -> list[int]:
+    """The batch id recorded by every MERGE commit of the table, oldest first."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
+    return [json.loads(r["userMetadata"])["batch_id"] for r in history.select("userMetadata").collect()]

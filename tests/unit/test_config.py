@@ -1,0 +1,89 @@
+"""Config validation: bad input fails at start with the field and the fix in the message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_delta.config import load_config, parse_config
+from cdc_delta.exceptions import ConfigError
+
+GOOD = {
+    "app_id": "inventory-cdc",
+    "storage": {"root": "/data/lake"},
+    "tables": [{"name": "inventory.orders", "topics": ["srv.inventory.orders"], "key": ["id"]}],
+}
+
+
+def with_table(**table: object) -> dict:
+    return {**GOOD, "tables": [{**GOOD["tables"][0], **table}]}
+
+
+def test_a_good_config_resolves_paths() -> None:
+    config = parse_config(GOOD)
+    assert config.storage.table_path(config.tables[0]) == "/data/lake/inventory/orders"
+    assert config.storage.dead_letters == "/data/lake/_cdc_dead_letters"
+    assert config.kafka.bootstrap_servers == "127.0.0.1:9092"
+    assert config.spark.shuffle_partitions == 4
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({k: v for k, v in GOOD.items() if k != "storage"}, r"storage: is required but missing"),
+        ({**GOOD, "tabels": []}, r"tabels: is not a known setting"),
+        ({**GOOD, "tables": []}, r"list at least one table"),
+        (with_table(key=[]), r"tables\.0\.key: key must name at least one primary-key column"),
+        (with_table(key=["_cdc_op"]), r"must be a plain identifier not starting with _cdc_"),
+        (with_table(name="inventory.orders.x"), r"must look like db\.table"),
+        (with_table(topics=[], topic_pattern=None), r"has no route: set topics, topic_pattern or source_table"),
+        (with_table(source_table="orders_("), r"source_table 'orders_\(' is not a valid regular expression"),
+        (with_table(columns={"amount": "money"}), r"unsupported column type 'money'"),
+        (with_table(columns={"amount": "decimal(40,2)"}), r"decimal\(40,2\) is out of range"),
+        ({**GOOD, "truncate_policy": "drop"}, r"truncate_policy: Input should be 'soft_delete', 'skip' or 'dead_letter'"),
+        ({**GOOD, "app_id": "my app"}, r"app_id 'my app' must be letters"),
+        ({**GOOD, "tables": GOOD["tables"] * 2}, r"is listed twice"),
+        ({**GOOD, "kafka": {"topics": ["a"], "topic_pattern": "b.*"}}, r"either kafka\.topics or kafka\.topic_pattern"),
+        ({**GOOD, "spark": {"shuffle_partitions": 0}}, r"spark\.shuffle_partitions: Input should be greater than 0"),
+    ],
+)
+def test_bad_configs_name_the_field_and_the_fix(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(data, "cdc.yaml")
+
+
+def test_column_types_are_normalized() -> None:
+    config = parse_config(with_table(columns={"a": "LONG", "b": "Decimal(10, 2)", "c": "integer"}))
+    assert config.tables[0].columns == {"a": "bigint", "b": "decimal(10,2)", "c": "int"}
+
+
+def test_environment_overrides_nested_fields() -> None:
+    env = {"CDC_DELTA__KAFKA__BOOTSTRAP_SERVERS": "broker:29092", "CDC_DELTA__SPARK__SHUFFLE_PARTITIONS": "8",
+           "OTHER": "x"}
+    config = parse_config(GOOD, env=env)
+    assert config.kafka.bootstrap_servers == "broker:29092"
+    assert config.spark.shuffle_partitions == 8
+
+
+def test_environment_override_of_a_non_section_is_refused() -> None:
+    with pytest.raises(ConfigError, match="CDC_DELTA__APP_ID__X: 'app_id' is not a section"):
+        parse_config(GOOD, env={"CDC_DELTA__APP_ID__X": "1"})
+
+
+def test_load_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist; pass --config"):
+        load_config(tmp_path / "missing.yaml", env={})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("app_id: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        load_config(bad, env={})
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("just a string\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        load_config(scalar, env={})
+
+
+def test_example_config_is_valid() -> None:
+    config = load_config(Path(__file__).parents[2] / "streaming" / "example-config.yaml", env={})
+    assert {t.name for t in config.tables} >= {"inventory.orders"}
