@@ -10,7 +10,8 @@ import datetime as dt
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from pyspark import StorageLevel
@@ -22,7 +23,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.decode import decode_batch, field, is_dead, is_row_event, is_tombstone, is_truncate
 from cdc_delta.dedupe import latest_per_key
-from cdc_delta.delta_tables import apply_schema_plan, create_table, mark_stopped, table_state
+from cdc_delta.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
 from cdc_delta.envelope import DEAD, OK, SKIP, DecodePlan
 from cdc_delta.exceptions import SchemaChangeError
 from cdc_delta.merge import MergeResult, apply_truncate, merge_rows
@@ -91,6 +92,8 @@ class _Stats:
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
+    descriptors: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
+    truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
 
     @property
     def max_source_ts_ms(self) -> int | None:
@@ -98,11 +101,23 @@ class _Stats:
 
 
 def _collect_stats(decoded: DataFrame) -> _Stats:
+    """Counts, offsets, schema descriptors and truncate markers of a batch, in one small Spark job."""
+    truncate = F.when(is_truncate(), F.struct(field("source_db"), field("source_table"), field("seq")))
     rows = (
-        decoded.groupBy("topic", "partition", field("status").alias("status"), field("table").alias("table"),
-                        is_tombstone().alias("tombstone"))
-        .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("max_offset"),
-             F.max(field("source_ts_ms")).alias("max_ts"))
+        decoded.groupBy(
+            "topic",
+            "partition",
+            field("status").alias("status"),
+            field("table").alias("table"),
+            is_tombstone().alias("tombstone"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max("offset").alias("max_offset"),
+            F.max(field("source_ts_ms")).alias("max_ts"),
+            F.collect_set(F.when(is_row_event(), field("schema_json"))).alias("schemas"),
+            F.collect_set(truncate).alias("truncates"),
+        )
         .collect()
     )
     stats = _Stats()
@@ -113,9 +128,12 @@ def _collect_stats(decoded: DataFrame) -> _Stats:
         partition = str(r["partition"])
         stats.offsets[r["topic"]][partition] = max(stats.offsets[r["topic"]].get(partition, -1), r["max_offset"])
         if r["status"] == OK and r["table"] is not None:
-            stats.events_by_table[r["table"]] += r["n"]
+            table = r["table"]
+            stats.events_by_table[table] += r["n"]
+            stats.descriptors[table].update(r["schemas"])
+            stats.truncates[table] += [(t[0], t[1], Seq(*t[2])) for t in r["truncates"]]
             if r["max_ts"] is not None:
-                stats.max_ts_by_table[r["table"]] = max(stats.max_ts_by_table.get(r["table"], 0), r["max_ts"])
+                stats.max_ts_by_table[table] = max(stats.max_ts_by_table.get(table, 0), r["max_ts"])
     return stats
 
 
@@ -125,6 +143,12 @@ class BatchProcessor:
     def __init__(self, config: AppConfig) -> None:
         self.config = config
         self.plan = DecodePlan.from_config(config)
+        # Table schema and stopped flag, read once per table and kept current by this processor's own
+        # changes: an operator who alters a table or clears its stopped flag restarts the stream.
+        self._states: dict[str, TableState] = {}
+        # The last batch id this processor merged per table: a batch id not above it is a replay, and
+        # the first batch after a start is checked against the table's commit history.
+        self._last_batch: dict[str, int] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -146,20 +170,25 @@ class BatchProcessor:
                 "offsets": stats.offsets,
                 "max_source_ts_ms": stats.max_source_ts_ms,
             }
-            descriptors: dict[str, list[str]] = defaultdict(list)
-            for r in decoded.where(is_row_event()).select(field("table"), field("schema_json")).distinct().collect():
-                descriptors[r[0]].append(r[1])
-            truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = defaultdict(list)
-            for r in decoded.where(is_truncate()).select(field("table"), field("source_db"),
-                                                          field("source_table"), field("seq")).collect():
-                truncates[r[0]].append((r[1], r[2], Seq(*r[3])))
             tables = []
             parked: list[tuple[str, str]] = []
             for name in sorted(stats.events_by_table):
-                meta = {**base, "table": name, "events": stats.events_by_table[name],
-                        "table_max_source_ts_ms": stats.max_ts_by_table.get(name)}
-                result = self._apply_table(spark, decoded, name, descriptors[name], truncates[name],
-                                           batch_id, meta, started)
+                meta = {
+                    **base,
+                    "table": name,
+                    "events": stats.events_by_table[name],
+                    "table_max_source_ts_ms": stats.max_ts_by_table.get(name),
+                }
+                result = self._apply_table(
+                    spark,
+                    decoded,
+                    name,
+                    sorted(stats.descriptors[name]),
+                    stats.truncates[name],
+                    batch_id,
+                    meta,
+                    started,
+                )
                 if result.parked:
                     parked.append((name, result.error or "table stopped"))
                 tables.append(result)
@@ -196,10 +225,12 @@ class BatchProcessor:
         table = self.config.table(name)
         path = self.config.storage.table_path(table)
         events = meta["events"]
-        state = table_state(spark, path)
+        state = self._states.get(path) or table_state(spark, path)
         if state.stopped:
-            reason = (f"table {name} is stopped (table property cdc_delta.stopped=true) after an "
-                      "incompatible schema change; event parked for replay")
+            reason = (
+                f"table {name} is stopped (table property cdc_delta.stopped=true) after an "
+                "incompatible schema change; event parked for replay"
+            )
             logger.error("%s: %d events parked", reason, events)
             return TableResult(name, events, parked=events, error=reason)
         try:
@@ -209,36 +240,65 @@ class BatchProcessor:
             if not state.exists:
                 create_table(spark, path, ())
             mark_stopped(spark, path)
+            self._states[path] = TableState(True, state.business, stopped=True)
             return TableResult(name, events, parked=events, error=str(exc))
         if not state.exists:
             create_table(spark, path, plan.columns)
         elif plan.changed:
             apply_schema_plan(spark, path, plan)
-        merge = self._merge(spark, decoded, table.name, path, plan, batch_id, meta, started) if descriptors \
+        self._states[path] = TableState(True, plan.columns)
+        merge = (
+            self._merge(spark, decoded, table.name, path, plan, batch_id, meta, started)
+            if descriptors
             else MergeResult(name, replayed=False)
+        )
         truncated = 0
         for (db, tbl), seq in _latest_truncates(truncates).items():
             # One transaction id per source table: two truncates in a batch are two commits.
             app = f"{self.config.app_id}:{name}:truncate:{db}.{tbl}"
-            rows, _ = apply_truncate(spark, path, db, tbl, seq, app, batch_id,
-                                     {**meta, "operation": "truncate", "source": f"{db}.{tbl}"})
+            rows, _ = apply_truncate(
+                spark, path, db, tbl, seq, app, batch_id, {**meta, "operation": "truncate", "source": f"{db}.{tbl}"}
+            )
             truncated += rows
         return TableResult(name, events, merge=merge, truncated=truncated)
 
-    def _merge(self, spark: SparkSession, decoded: DataFrame, name: str, path: str, plan: SchemaPlan,
-               batch_id: int, meta: dict[str, Any], started: dt.datetime) -> MergeResult:
+    def _merge(
+        self,
+        spark: SparkSession,
+        decoded: DataFrame,
+        name: str,
+        path: str,
+        plan: SchemaPlan,
+        batch_id: int,
+        meta: dict[str, Any],
+        started: dt.datetime,
+    ) -> MergeResult:
         table = self.config.table(name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         rows = typed_rows(decoded.where(is_row_event() & (field("table") == name)), plan.columns, started)
         latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
+        check_replay = batch_id <= self._last_batch.get(name, -1) or name not in self._last_batch
         try:
-            return merge_rows(spark, path, latest, key, dict(plan.columns), f"{self.config.app_id}:{name}",
-                              batch_id, meta, name)
+            result = merge_rows(
+                spark,
+                path,
+                latest,
+                key,
+                dict(plan.columns),
+                f"{self.config.app_id}:{name}",
+                batch_id,
+                meta,
+                name,
+                check_replay=check_replay,
+            )
         finally:
             latest.unpersist()
+        self._last_batch[name] = max(batch_id, self._last_batch.get(name, -1))
+        return result
 
-    def _write_dead_letters(self, decoded: DataFrame, parked: list[tuple[str, str]], batch_id: int,
-                            at: dt.datetime) -> None:
+    def _write_dead_letters(
+        self, decoded: DataFrame, parked: list[tuple[str, str]], batch_id: int, at: dt.datetime
+    ) -> None:
         reason: Column = field("reason")
         selector = is_dead()
         for name, why in parked:

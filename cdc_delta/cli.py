@@ -8,10 +8,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_delta import __version__
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.exceptions import CdcDeltaError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger("cdc_delta.cli")
 
@@ -36,13 +40,13 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _spark(config: AppConfig):  # type: ignore[no-untyped-def]
+def _spark(config: AppConfig) -> SparkSession:
     from cdc_delta.spark_session import build_session
 
     return build_session(config.spark)
 
 
-def register_tables(spark, config: AppConfig) -> list[str]:  # type: ignore[no-untyped-def]
+def register_tables(spark: SparkSession, config: AppConfig) -> list[str]:
     """Make every existing table queryable as ``db.table`` in this session; returns their names."""
     from delta.tables import DeltaTable
 
@@ -53,13 +57,12 @@ def register_tables(spark, config: AppConfig) -> list[str]:  # type: ignore[no-u
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
-        db, _, name = table.name.rpartition(".")
+        db, _, _ = table.name.rpartition(".")
         if db:
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(db)}")
-        ident = ".".join(quote(p) for p in table.name.split("."))
-        spark.catalog.createTable(table.name, path=path, source="delta") if not spark.catalog.tableExists(
-            table.name) else None
-        names.append(ident)
+        if not spark.catalog.tableExists(table.name):
+            spark.catalog.createTable(table.name, path=path, source="delta")
+        names.append(table.name)
     return names
 
 
@@ -72,12 +75,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     spark = build_session(SparkConfig())
     results = run_demo(spark, root, args.events, args.batches)
     totals = {k: sum(getattr(r, k) for r in results) for k in ("rows_in", "applied", "dead_lettered", "skipped")}
-    print(f"demo: {len(results)} batches, {totals['rows_in']} records in, {totals['applied']} applied, "
-          f"{totals['dead_lettered']} dead-lettered, {totals['skipped']} skipped; tables under {root}")
+    print(
+        f"demo: {len(results)} batches, {totals['rows_in']} records in, {totals['applied']} applied, "
+        f"{totals['dead_lettered']} dead-lettered, {totals['skipped']} skipped; tables under {root}"
+    )
     config = demo_config(root)
     register_tables(spark, config)
-    query = ("SELECT _cdc_source_db AS shard, count(*) AS rows, sum(CASE WHEN _cdc_deleted THEN 1 ELSE 0 END) "
-             "AS soft_deleted, sum(amount) AS amount FROM shop.orders GROUP BY 1 ORDER BY 1")
+    query = (
+        "SELECT _cdc_source_db AS shard, count(*) AS rows, sum(CASE WHEN _cdc_deleted THEN 1 ELSE 0 END) "
+        "AS soft_deleted, sum(amount) AS amount FROM shop.orders GROUP BY 1 ORDER BY 1"
+    )
     print(f"\n{query}")
     spark.sql(query).show(truncate=False)
     query = "SELECT id, customer, amount, status, _cdc_op, _cdc_deleted FROM inventory.orders ORDER BY id LIMIT 10"

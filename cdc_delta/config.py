@@ -156,9 +156,7 @@ class TableConfig(_Frozen):
         _check_regex(self.source_database, "source_database")
         _check_regex(self.source_table, "source_table")
         if not (self.topics or self.topic_pattern or self.source_table):
-            raise ValueError(
-                f"table {self.name!r} has no route: set topics, topic_pattern or source_table"
-            )
+            raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
         return self
 
 

@@ -36,9 +36,7 @@ def table_state(spark: SparkSession, path: str) -> TableState:
     detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
     properties = detail["properties"] if detail else {}
     schema = spark.read.format("delta").load(path).schema
-    business = tuple(
-        (f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX)
-    )
+    business = tuple((f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX))
     return TableState(True, business, (properties or {}).get(STOPPED_PROPERTY) == "true")
 
 

@@ -113,7 +113,9 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
     op = message.get("op")
     if op not in OPS:
         return _dead(f"unknown op {op!r}: expected one of {', '.join(OPS)}")
-    source = message.get("source") if isinstance(message.get("source"), dict) else {}
+    source = message.get("source")
+    if not isinstance(source, dict):
+        source = {}
     db, tbl = source.get("db"), source.get("table")
     known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
     table = plan.router.route(topic, db, tbl)

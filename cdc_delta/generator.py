@@ -93,9 +93,18 @@ def envelope(
         "before": image(before),
         "after": image(after),
         "source": {
-            "version": "2.7.0.Final", "connector": "mysql", "name": server, "ts_ms": ts_ms,
-            "snapshot": "true" if op == "r" else "false", "db": table.db, "table": table.table,
-            "server_id": 1, "gtid": gtid, "file": file, "pos": pos, "row": row,
+            "version": "2.7.0.Final",
+            "connector": "mysql",
+            "name": server,
+            "ts_ms": ts_ms,
+            "snapshot": "true" if op == "r" else "false",
+            "db": table.db,
+            "table": table.table,
+            "server_id": 1,
+            "gtid": gtid,
+            "file": file,
+            "pos": pos,
+            "row": row,
         },
         "op": op,
         "ts_ms": ts_ms + 5,
@@ -133,8 +142,9 @@ class Change(NamedTuple):
 ORDER_COLUMNS = (
     Column("id", "int64"),
     Column("customer", "string"),
-    Column("amount", "bytes", "org.apache.kafka.connect.data.Decimal",
-           {"scale": "2", "connect.decimal.precision": "10"}),
+    Column(
+        "amount", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "2", "connect.decimal.precision": "10"}
+    ),
     Column("status", "string", "io.debezium.data.Enum", {"allowed": "new,paid,shipped"}),
     Column("order_date", "int32", "io.debezium.time.Date"),
     Column("updated_at", "int64", "io.debezium.time.MicroTimestamp"),
@@ -157,7 +167,9 @@ class ChangeGenerator:
 
     def _order_row(self, key: int) -> dict[str, Any]:
         rng = self.rng
-        when = dt.datetime(2026, 1, 1) + dt.timedelta(seconds=rng.randrange(86_400 * 30), microseconds=rng.randrange(10**6))
+        when = dt.datetime(2026, 1, 1) + dt.timedelta(
+            seconds=rng.randrange(86_400 * 30), microseconds=rng.randrange(10**6)
+        )
         return {
             "id": key,
             "customer": f"customer-{rng.randrange(1000)}",

@@ -101,16 +101,19 @@ def merge_rows(
     batch_id: int,
     metadata: dict[str, Any],
     table_name: str,
+    check_replay: bool = True,
 ) -> MergeResult:
     """MERGE ``rows`` (at most one per key: see :func:`cdc_delta.dedupe.latest_per_key`) into ``path``.
 
-    A batch this app already merged into the table is not merged again (``replayed=True``).
+    A batch this app already merged into the table is not merged again (``replayed=True``): with
+    ``check_replay`` the commit history is looked at first; always, Delta's transaction id refuses it.
     """
     target = DeltaTable.forPath(spark, path)
     metadata = {**metadata, "operation": "merge"}
-    done, _ = _committed(target, metadata)
-    if done is not None:
-        return MergeResult(table=table_name, version=done, replayed=True)
+    if check_replay:
+        done, _ = _committed(target, metadata)
+        if done is not None:
+            return MergeResult(table=table_name, version=done, replayed=True)
     condition = F.lit(True)
     for k in key:
         condition = condition & (F.col(f"t.{C.quote(k)}") == F.col(f"s.{C.quote(k)}"))
@@ -140,7 +143,8 @@ def merge_rows(
 
 def seq_literal(seq: Seq) -> Column:
     """A literal ``_cdc_seq`` struct."""
-    return F.struct(*[F.lit(value).cast(type_name).alias(name) for (name, type_name), value in zip(SEQ_FIELDS, seq)])
+    fields = zip(SEQ_FIELDS, seq, strict=True)
+    return F.struct(*[F.lit(value).cast(type_name).alias(name) for (name, type_name), value in fields])
 
 
 def apply_truncate(

@@ -25,7 +25,10 @@ def spark() -> Iterator[object]:
     from cdc_delta.config import SparkConfig
     from cdc_delta.spark_session import build_session
 
-    session = build_session(SparkConfig(master="local[2]", shuffle_partitions=2, app_name="cdc-delta-tests",
-                                        conf={"spark.ui.enabled": "false"}))
+    session = build_session(
+        SparkConfig(
+            master="local[2]", shuffle_partitions=2, app_name="cdc-delta-tests", conf={"spark.ui.enabled": "false"}
+        )
+    )
     yield session
     session.stop()

@@ -97,8 +97,13 @@ class Oracle:
             current = self.tables[table].get(key)
             if current is None or seq > current["_cdc_seq"]:
                 row = {k: canonical(v) for k, v in (e.values or {}).items()}
-                row.update(_cdc_op=e.op, _cdc_deleted=e.op == "d", _cdc_seq=seq,
-                           _cdc_source_db=e.db, _cdc_source_table=e.source_table)
+                row.update(
+                    _cdc_op=e.op,
+                    _cdc_deleted=e.op == "d",
+                    _cdc_seq=seq,
+                    _cdc_source_db=e.db,
+                    _cdc_source_table=e.source_table,
+                )
                 self.tables[table][key] = row
         for (table, db, source_table), seq in truncates.items():
             for row in self.tables[table].values():

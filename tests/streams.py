@@ -22,7 +22,9 @@ from tests.oracle import Delivery, Event
 ITEM_BASE = (
     Column("id", "int64"),
     Column("name", "string"),
-    Column("price", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "2", "connect.decimal.precision": "10"}),
+    Column(
+        "price", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "2", "connect.decimal.precision": "10"}
+    ),
     Column("day", "int32", "io.debezium.time.Date"),
     Column("ts", "int64", "io.debezium.time.MicroTimestamp"),
     Column("tags", "string", "io.debezium.data.EnumSet", {"allowed": "a,b,c"}),
@@ -38,8 +40,14 @@ CONFIG = {
     "app_id": "prop",
     "tables": [
         {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
-        {"name": "shop.orders", "topic_pattern": r"srv\.shop_\d\.orders_\d{3}", "source_database": r"shop_\d",
-         "source_table": r"orders_\d{3}", "key": ["id"], "key_includes_source": True},
+        {
+            "name": "shop.orders",
+            "topic_pattern": r"srv\.shop_\d\.orders_\d{3}",
+            "source_database": r"shop_\d",
+            "source_table": r"orders_\d{3}",
+            "key": ["id"],
+            "key_includes_source": True,
+        },
     ],
 }
 KEYS = {"inventory.items": ("id",), "shop.orders": ("id",)}
@@ -66,7 +74,7 @@ def _row(draw: st.DrawFn, source: SourceTable, key: int, with_legacy: bool, with
     row = {
         "id": key,
         "name": draw(st.sampled_from(["alpha", "beta", "", "gamma δ"])),
-        "price": decimal.Decimal(draw(st.integers(-10**6, 10**6))).scaleb(-2),
+        "price": decimal.Decimal(draw(st.integers(-(10**6), 10**6))).scaleb(-2),
         "day": dt.date(2026, 1, 1) + dt.timedelta(days=draw(st.integers(-400, 400))),
         "ts": dt.datetime(2026, 1, 1) + dt.timedelta(microseconds=draw(st.integers(0, 10**12))),
         "tags": tuple(draw(st.lists(st.sampled_from("abc"), unique=True, max_size=3))),
@@ -95,8 +103,14 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
     add_extra_at = draw(st.integers(0, n_ops))
     file_num, pos, ts_ms = 1, 4, 1_767_225_600_000
 
-    def emit(source: SourceTable, op: str, values: dict[str, Any] | None, legacy: bool, extra: bool,
-             snapshot_pos: int | None = None) -> None:
+    def emit(
+        source: SourceTable,
+        op: str,
+        values: dict[str, Any] | None,
+        legacy: bool,
+        extra: bool,
+        snapshot_pos: int | None = None,
+    ) -> None:
         nonlocal pos, ts_ms
         pos += 100
         ts_ms += draw(st.integers(0, 3)) * 1000
@@ -104,8 +118,17 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
         table = SourceTable(source.db, source.table, _columns(source, legacy, extra))
         before = values if op == "d" else None
         after = values if op in ("c", "u", "r") else None
-        value = envelope(table, op, before, after, file=f"mysql-bin.{file_num:06d}", pos=at, ts_ms=ts_ms,
-                         server="srv", with_schema=True)
+        value = envelope(
+            table,
+            op,
+            before,
+            after,
+            file=f"mysql-bin.{file_num:06d}",
+            pos=at,
+            ts_ms=ts_ms,
+            server="srv",
+            with_schema=True,
+        )
         key = json.dumps({"id": values["id"]} if values else {}).encode()
         event = Event(logical_name(source), source.db, source.table, op, values, file_num, at, 0, ts_ms)
         out.append((event, key, json.dumps(value).encode()))
@@ -129,8 +152,13 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
             continue
         key = draw(st.integers(0, 5))
         if action == "delete" and key in rows:
-            emit(source, "d", {**rows.pop(key)} if source is not ITEMS else _reshape(rows.pop(key), legacy, extra),
-                 legacy, extra)
+            emit(
+                source,
+                "d",
+                {**rows.pop(key)} if source is not ITEMS else _reshape(rows.pop(key), legacy, extra),
+                legacy,
+                extra,
+            )
         elif action != "delete":
             op = "u" if key in rows else "c"
             rows[key] = draw(_row(source, key, legacy, extra))
@@ -178,7 +206,7 @@ def delivered_batches(draw: st.DrawFn) -> list[list[Delivery]]:
         records.append(Delivery(t, partition, offset, key, value, event, expect))
     cuts = sorted(draw(st.lists(st.integers(0, len(records)), max_size=3)))
     bounds = [0, *cuts, len(records)]
-    batches = [records[a:b] for a, b in zip(bounds, bounds[1:])]
+    batches = [records[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     # Replays: records an earlier batch already held come again (same offsets) in a later batch.
     if len(batches) > 1 and draw(st.booleans()):
         src = draw(st.integers(0, len(batches) - 2))

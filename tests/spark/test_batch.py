@@ -22,15 +22,17 @@ OTHER = SourceTable("inventory", "other", (Column("id", "int64"), Column("note",
 
 
 def make_config(root: Path, **extra: object):
-    return parse_config({
-        "app_id": "t",
-        "storage": {"root": str(root)},
-        "tables": [
-            {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
-            {"name": "inventory.other", "topics": ["srv.inventory.other"], "key": ["id"]},
-        ],
-        **extra,
-    })
+    return parse_config(
+        {
+            "app_id": "t",
+            "storage": {"root": str(root)},
+            "tables": [
+                {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
+                {"name": "inventory.other", "topics": ["srv.inventory.other"], "key": ["id"]},
+            ],
+            **extra,
+        }
+    )
 
 
 def rec(table: SourceTable, offset: int, op: str, values: dict | None, pos: int, **kw: object) -> tuple:
@@ -81,8 +83,12 @@ def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> 
 def test_delete_then_reinsert_revives_and_unknown_delete_is_a_tombstone(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
     processor = BatchProcessor(config)
-    processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100),
-                                          rec(ITEMS, 1, "d", {"id": 7, "qty": 70}, 150)]), 0)
+    processor.process(
+        kafka_frame(
+            spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "d", {"id": 7, "qty": 70}, 150)]
+        ),
+        0,
+    )
     processor.process(kafka_frame(spark, [rec(ITEMS, 2, "d", {"id": 1, "qty": 1}, 200)]), 1)
     rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
     assert rows[1]["_cdc_deleted"] and rows[1]["qty"] == 1  # soft delete keeps the row
@@ -144,11 +150,20 @@ def test_widening_follows_int_to_bigint(spark, tmp_path: Path) -> None:
 def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
     processor = BatchProcessor(config)
-    processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100),
-                                          rec(ITEMS, 1, "c", {"id": 2, "qty": 2}, 110),
-                                          rec(OTHER, 0, "c", {"id": 1, "note": "keep"}, 120)]), 0)
-    result = processor.process(kafka_frame(spark, [rec(ITEMS, 2, "t", None, 200),
-                                                   rec(ITEMS, 3, "c", {"id": 2, "qty": 20}, 300)]), 1)
+    processor.process(
+        kafka_frame(
+            spark,
+            [
+                rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100),
+                rec(ITEMS, 1, "c", {"id": 2, "qty": 2}, 110),
+                rec(OTHER, 0, "c", {"id": 1, "note": "keep"}, 120),
+            ],
+        ),
+        0,
+    )
+    result = processor.process(
+        kafka_frame(spark, [rec(ITEMS, 2, "t", None, 200), rec(ITEMS, 3, "c", {"id": 2, "qty": 20}, 300)]), 1
+    )
     assert result.tables[0].truncated == 1
     rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
     assert rows[1]["_cdc_deleted"] and rows[1]["_cdc_op"] == "t"

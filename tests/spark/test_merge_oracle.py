@@ -22,9 +22,13 @@ def records(batch: list[Delivery]) -> list[tuple]:
     return [(d.topic, d.partition, d.offset, d.key, d.value) for d in batch]
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, print_blob=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(batches=delivered_batches())
 def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]]) -> None:
     root = tempfile.mkdtemp(prefix="cdc-prop-")
@@ -38,15 +42,20 @@ def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]]) -> 
             oracle.apply_batch(batch)
             expected = {s: sum(d.expect == s for d in batch) for s in ("ok", "dead", "skip")}
             assert (result.rows_in, result.applied, result.dead_lettered, result.skipped) == (
-                len(batch), expected["ok"], expected["dead"], expected["skip"]), result.summary()
+                len(batch),
+                expected["ok"],
+                expected["dead"],
+                expected["skip"],
+            ), result.summary()
             dead_total += expected["dead"]
         for table in config.tables:
             path = config.storage.table_path(table)
             if not any(oracle.tables[table.name].values()) and not shutil.os.path.exists(path):
                 continue
             columns, actual = read_canonical(spark, path)
-            assert actual == oracle.rows(table.name, [*columns, "_cdc_op", "_cdc_deleted", "_cdc_seq",
-                                                      "_cdc_source_db", "_cdc_source_table"])
+            assert actual == oracle.rows(
+                table.name, [*columns, "_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table"]
+            )
             ids = batch_ids_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.name}: {ids}"
         if dead_total:

@@ -49,7 +49,9 @@ def d(*cols: tuple[str, str]) -> str:
 
 
 def test_plan_adds_new_columns_in_order_and_casts_narrower_ones() -> None:
-    plan = plan_schema("t", [("id", "bigint"), ("n", "bigint")], [d(("id", "int"), ("n", "int"), ("extra", "string"))], True)
+    plan = plan_schema(
+        "t", [("id", "bigint"), ("n", "bigint")], [d(("id", "int"), ("n", "int"), ("extra", "string"))], True
+    )
     assert plan.columns == (("id", "bigint"), ("n", "bigint"), ("extra", "string"))
     assert plan.added == (("extra", "string"),)
     assert plan.widened == ()
@@ -62,8 +64,11 @@ def test_plan_widens_when_allowed() -> None:
 
 
 def test_incompatible_change_names_table_column_and_types() -> None:
-    with pytest.raises(SchemaChangeError, match=r"table shop\.orders: column 'amount' changed type from decimal\(10,2\) "
-                                                r"to string"):
+    with pytest.raises(
+        SchemaChangeError,
+        match=r"table shop\.orders: column 'amount' changed type from decimal\(10,2\) "
+        r"to string",
+    ):
         plan_schema("shop.orders", [("amount", "decimal(10,2)")], [d(("amount", "string"))], True)
     with pytest.raises(SchemaChangeError, match="allow_type_widening is off"):
         plan_schema("t", [("id", "int")], [d(("id", "bigint"))], False)

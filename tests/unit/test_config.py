@@ -41,7 +41,10 @@ def test_a_good_config_resolves_paths() -> None:
         (with_table(source_table="orders_("), r"source_table 'orders_\(' is not a valid regular expression"),
         (with_table(columns={"amount": "money"}), r"unsupported column type 'money'"),
         (with_table(columns={"amount": "decimal(40,2)"}), r"decimal\(40,2\) is out of range"),
-        ({**GOOD, "truncate_policy": "drop"}, r"truncate_policy: Input should be 'soft_delete', 'skip' or 'dead_letter'"),
+        (
+            {**GOOD, "truncate_policy": "drop"},
+            r"truncate_policy: Input should be 'soft_delete', 'skip' or 'dead_letter'",
+        ),
         ({**GOOD, "app_id": "my app"}, r"app_id 'my app' must be letters"),
         ({**GOOD, "tables": GOOD["tables"] * 2}, r"is listed twice"),
         ({**GOOD, "kafka": {"topics": ["a"], "topic_pattern": "b.*"}}, r"either kafka\.topics or kafka\.topic_pattern"),
@@ -59,8 +62,11 @@ def test_column_types_are_normalized() -> None:
 
 
 def test_environment_overrides_nested_fields() -> None:
-    env = {"CDC_DELTA__KAFKA__BOOTSTRAP_SERVERS": "broker:29092", "CDC_DELTA__SPARK__SHUFFLE_PARTITIONS": "8",
-           "OTHER": "x"}
+    env = {
+        "CDC_DELTA__KAFKA__BOOTSTRAP_SERVERS": "broker:29092",
+        "CDC_DELTA__SPARK__SHUFFLE_PARTITIONS": "8",
+        "OTHER": "x",
+    }
     config = parse_config(GOOD, env=env)
     assert config.kafka.bootstrap_servers == "broker:29092"
     assert config.spark.shuffle_partitions == 8

@@ -40,7 +40,9 @@ def decode(value: object, plan_: DecodePlan | None = None, topic: str = TOPIC):
 @pytest.mark.parametrize("with_schema", [True, False])
 def test_insert_decodes_typed_values(with_schema: bool) -> None:
     columns = {} if with_schema else {"amount": "decimal(10,2)", "order_date": "date"}
-    value = envelope(TABLE, "c", None, ROW, file="mysql-bin.000003", pos=154, row=1, ts_ms=1000, with_schema=with_schema)
+    value = envelope(
+        TABLE, "c", None, ROW, file="mysql-bin.000003", pos=154, row=1, ts_ms=1000, with_schema=with_schema
+    )
     if not with_schema:  # schemaless JSON carries what the converters make of decimals and dates
         value["after"]["amount"] = "12.30"
         value["after"]["order_date"] = "2026-01-02"
@@ -113,8 +115,9 @@ def test_unrouted_topic_is_dead_and_says_so() -> None:
 @pytest.mark.parametrize(("policy", "status"), [("soft_delete", OK), ("skip", SKIP), ("dead_letter", DEAD)])
 def test_truncate_policy(policy: str, status: str) -> None:
     table = {"name": "inventory.orders", "topics": [TOPIC], "key": ["id"]}
-    p = DecodePlan.from_config(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [table],
-                                             "truncate_policy": policy}))
+    p = DecodePlan.from_config(
+        parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [table], "truncate_policy": policy})
+    )
     out = decode(envelope(TABLE, "t", None, None), p)
     assert out.status == status and out.op == "t" and out.row_json is None
 

@@ -79,7 +79,9 @@ def test_variable_scale_decimal_is_exact_text() -> None:
         ("bytes", None, "AAEC", "binary", "AAEC"),
     ],
 )
-def test_logical_and_primitive_types(type_: str, name: str | None, raw: object, column_type: str, expected: object) -> None:
+def test_logical_and_primitive_types(
+    type_: str, name: str | None, raw: object, column_type: str, expected: object
+) -> None:
     f = field(type_, name)
     assert connect_column_type(f) == column_type
     assert decode_connect_value(f, raw) == expected
@@ -121,5 +123,10 @@ def test_schemaless_shapes_for_configured_types() -> None:
 
 def test_inferred_types_without_schema_or_config() -> None:
     assert [infer_column_type(v) for v in (True, 3, 2.5, "s", [1], None)] == [
-        "boolean", "bigint", "double", "string", "string", None,
+        "boolean",
+        "bigint",
+        "double",
+        "string",
+        "string",
+        None,
     ]

@@ -11,8 +11,13 @@ CONFIG = parse_config(
         "storage": {"root": "/x"},
         "tables": [
             {"name": "inventory.orders", "topics": ["srv.inventory.orders"], "key": ["id"]},
-            {"name": "shop.orders", "source_database": r"shop_[0-7]", "source_table": r"orders_\d{3}",
-             "key": ["id"], "key_includes_source": True},
+            {
+                "name": "shop.orders",
+                "source_database": r"shop_[0-7]",
+                "source_table": r"orders_\d{3}",
+                "key": ["id"],
+                "key_includes_source": True,
+            },
             {"name": "audit.events", "topic_pattern": r"srv\.audit\..*", "key": ["id"]},
         ],
     }
@@ -27,7 +32,9 @@ def test_exact_topic() -> None:
 def test_all_128_shards_in_8_databases_fold_into_one_table() -> None:
     for db in range(8):
         for table in range(128):
-            assert ROUTER.route(f"srv.shop_{db}.orders_{table:03d}", f"shop_{db}", f"orders_{table:03d}") == "shop.orders"
+            assert (
+                ROUTER.route(f"srv.shop_{db}.orders_{table:03d}", f"shop_{db}", f"orders_{table:03d}") == "shop.orders"
+            )
 
 
 def test_shard_regexes_match_the_whole_name() -> None:
@@ -42,7 +49,14 @@ def test_topic_pattern_and_unrouted() -> None:
 
 
 def test_a_topic_route_also_checks_source_regexes_when_given() -> None:
-    router = Router(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [
-        {"name": "a", "topics": ["t1"], "source_table": "keep_.*", "key": ["id"]}]}).tables)
+    router = Router(
+        parse_config(
+            {
+                "app_id": "t",
+                "storage": {"root": "/x"},
+                "tables": [{"name": "a", "topics": ["t1"], "source_table": "keep_.*", "key": ["id"]}],
+            }
+        ).tables
+    )
     assert router.route("t1", "db", "keep_1") == "a"
     assert router.route("t1", "db", "drop_1") is None

@@ -1,0 +1,27 @@
+# cdc-delta developer targets. `make help` lists them.
+PY := .venv/bin/python
+PYTEST := .venv/bin/pytest
+
+.PHONY: help setup demo test test-fast lint bench
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup:  ## create .venv, install cdc-delta with test/dev tools, fetch the JVM jars
+	@scripts/setup.sh
+
+demo: setup  ## apply generated Debezium events to local Delta tables and query them
+	rm -rf var/demo && .venv/bin/cdc-delta demo --dir var/demo
+
+test: setup  ## run every test: unit, Spark (Delta) and integration
+	$(PYTEST)
+
+test-fast: setup  ## unit tests only (no Spark), seconds
+	$(PYTEST) -m "not spark and not integration"
+
+lint: setup  ## ruff and mypy
+	.venv/bin/ruff check cdc_delta tests bench
+	.venv/bin/mypy
+
+bench: setup  ## benchmarks: write bench/results/*.json (long)
+	$(PY) bench/merge_vs_append.py

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up a development/run environment from a clean clone: a virtualenv in .venv with cdc-delta
+# (editable) and its test/dev tools, and the JVM jars in .jars/spark. Idempotent and quick when
+# nothing changed. Needs python3 (3.10+), Java 17 and Maven (installed from Debian if missing).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+if ! command -v java >/dev/null; then
+  echo "setup: Java 17 is required (apt-get install openjdk-17-jre-headless)" >&2; exit 1
+fi
+if ! command -v mvn >/dev/null; then
+  echo "setup: installing Maven from Debian's packages"
+  apt-get update -qq && apt-get install -y -qq maven >/dev/null
+fi
+if [[ ! -x .venv/bin/python ]]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+stamp=.venv/.cdc-delta-installed
+if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+  echo "setup: installing cdc-delta and its dependencies into .venv (pyspark is a large download)"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test,dev]'
+  touch "$stamp"
+fi
+scripts/fetch-jars.sh
+echo "setup: ready (.venv/bin/cdc-delta --help)"
