@@ -226,6 +226,8 @@ class BatchProcessor:
         path = self.config.storage.table_path(table)
         events = meta["events"]
         state = self._states.get(path) or table_state(spark, path)
+        if not state.exists and not descriptors:
+            return TableResult(name, events)  # only truncates of a table that holds nothing yet
         if state.stopped:
             reason = (
                 f"table {name} is stopped (table property cdc_delta.stopped=true) after an "

@@ -96,6 +96,63 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stream(args: argparse.Namespace) -> int:
+    from cdc_delta.stream import GracefulStop, run_until_stopped, start_stream
+
+    config = load_config(args.config)
+    stop = GracefulStop()
+    stop.install()
+    spark = _spark(config)
+    query = start_stream(spark, config, available_now=args.until_caught_up)
+    run_until_stopped(query, stop)
+    return 0
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+
+    from cdc_delta.kafka_offsets import partition_lag
+    from cdc_delta.table_status import dead_letter_count, table_status
+
+    config = load_config(args.config)
+    kafka = config.kafka
+    lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+    print(f"{'topic':<40} {'part':>4} {'end':>10} {'committed':>10} {'lag':>8}")
+    for lag in lags:
+        print(f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {_dash(lag.committed):>10} {_dash(lag.lag):>8}")
+    total = sum(lag.lag or 0 for lag in lags)
+    print(f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id})\n")
+    spark = _spark(config)
+    now = time.time()
+    print(f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'rows':>10} {'deleted':>8}")
+    for st in table_status(spark, config):
+        fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
+        when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
+        print(
+            f"{st.table:<28} {_dash(st.version):>7} {_dash(when):<20} {_dash(fresh):>10} "
+            f"{_dash(st.rows):>10} {_dash(st.deleted):>8}"
+        )
+    dead = dead_letter_count(spark, config)
+    print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from cdc_delta.demo import DEMO_TABLES
+    from cdc_delta.generator import ChangeGenerator, topic_of
+    from cdc_delta.producer import ensure_topics, produce
+
+    generator = ChangeGenerator(DEMO_TABLES, seed=args.seed, tombstones=True, live=True)
+    ensure_topics(args.bootstrap, [topic_of(t) for t in DEMO_TABLES], args.partitions)
+    sent = produce(args.bootstrap, generator.changes(args.events), rate=args.rate)
+    print(f"generate: {sent} records ({args.events} changes and their tombstones) to {args.bootstrap}")
+    return 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for table in config.tables:
@@ -134,6 +191,27 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check-config", help="validate a config file")
     check.add_argument("--config", required=True, help="path to the YAML config")
     check.set_defaults(func=cmd_check_config)
+
+    stream = sub.add_parser("stream", help="run the streaming application (Kafka -> Delta) until stopped")
+    stream.add_argument("--config", required=True, help="path to the YAML config")
+    stream.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="process what is in Kafka now, then exit (Spark's availableNow trigger)",
+    )
+    stream.set_defaults(func=cmd_stream)
+
+    status = sub.add_parser("status", help="lag per partition, freshness and last commit per table, dead letters")
+    status.add_argument("--config", required=True, help="path to the YAML config")
+    status.set_defaults(func=cmd_status)
+
+    gen = sub.add_parser("generate", help="write generated Debezium change events (demo tables) to Kafka")
+    gen.add_argument("--bootstrap", default="127.0.0.1:9092", help="Kafka bootstrap servers")
+    gen.add_argument("--events", type=int, default=5000, help="changes to generate (default 5000)")
+    gen.add_argument("--rate", type=float, help="events per second (default: as fast as possible)")
+    gen.add_argument("--partitions", type=int, default=3, help="partitions of topics it creates (default 3)")
+    gen.add_argument("--seed", type=int, default=42, help="random seed: the same seed, the same changes")
+    gen.set_defaults(func=cmd_generate)
 
     sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
     sql.add_argument("--config", required=True, help="path to the YAML config")

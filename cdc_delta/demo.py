@@ -21,25 +21,26 @@ DEMO_TABLES = (
 )
 
 
-def demo_config(root: Path) -> AppConfig:
+def demo_tables(server: str = "dbserver1") -> list[dict[str, object]]:
     """Two logical tables: one plain, one folded from shards that reuse primary keys."""
-    return parse_config(
+    prefix = server.replace(".", r"\.")
+    return [
+        {"name": "inventory.orders", "topics": [f"{server}.inventory.orders"], "key": ["id"]},
         {
-            "app_id": "cdc-delta-demo",
-            "storage": {"root": str(root)},
-            "tables": [
-                {"name": "inventory.orders", "topics": ["dbserver1.inventory.orders"], "key": ["id"]},
-                {
-                    "name": "shop.orders",
-                    "topic_pattern": r"dbserver1\.shop_\d+\.orders_\d+",
-                    "source_database": r"shop_\d+",
-                    "source_table": r"orders_\d{3}",
-                    "key": ["id"],
-                    "key_includes_source": True,
-                },
-            ],
+            "name": "shop.orders",
+            "topic_pattern": prefix + r"\.shop_\d+\.orders_\d+",
+            "source_database": r"shop_\d+",
+            "source_table": r"orders_\d{3}",
+            "key": ["id"],
+            "key_includes_source": True,
         },
-        source="demo",
+    ]
+
+
+def demo_config(root: Path) -> AppConfig:
+    """The demo's config (the tables of streaming/demo-config.yaml) with tables under ``root``."""
+    return parse_config(
+        {"app_id": "cdc-delta-demo", "storage": {"root": str(root)}, "tables": demo_tables()}, source="demo"
     )
 
 

@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import json
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -132,11 +133,11 @@ def topic_of(table: SourceTable, server: str = "dbserver1") -> str:
 
 
 class Change(NamedTuple):
-    """One generated change and where it goes."""
+    """One generated change and where it goes (``value`` None is a Debezium tombstone)."""
 
     topic: str
     key: bytes
-    value: bytes
+    value: bytes | None
 
 
 ORDER_COLUMNS = (
@@ -154,13 +155,28 @@ ORDER_COLUMNS = (
 class ChangeGenerator:
     """A reproducible stream of inserts (60%), updates (30%) and deletes (10%) over source tables.
 
-    Binlog positions grow monotonically, as one MySQL server writes them.
+    Binlog positions grow monotonically, as one MySQL server writes them. With ``tombstones`` each
+    delete is followed by a Debezium tombstone (a null value), as Debezium's default does.
+    ``rows`` holds the source state after the changes generated so far: the expected live rows.
+    With ``live`` the source timestamps are the wall clock (for lag and latency), else synthetic.
     """
 
-    def __init__(self, tables: tuple[SourceTable, ...], seed: int = 7, start_ts_ms: int = 1_767_225_600_000) -> None:
+    def __init__(
+        self,
+        tables: tuple[SourceTable, ...],
+        seed: int = 7,
+        start_ts_ms: int = 1_767_225_600_000,
+        tombstones: bool = False,
+        live: bool = False,
+        server: str = "dbserver1",
+    ) -> None:
         self.tables = tables
+        self.server = server
+        self.tombstones = tombstones
+        self.live = live
         self.rng = random.Random(seed)
         self.rows: dict[tuple[str, str], dict[int, dict[str, Any]]] = {(t.db, t.table): {} for t in tables}
+        self.deleted: dict[tuple[str, str], set[int]] = {(t.db, t.table): set() for t in tables}
         self.next_id = 1
         self.pos = 4
         self.ts_ms = start_ts_ms
@@ -185,7 +201,7 @@ class ChangeGenerator:
             rows = self.rows[(table.db, table.table)]
             roll = self.rng.random()
             self.pos += self.rng.randrange(100, 400)
-            self.ts_ms += self.rng.randrange(0, 50)
+            self.ts_ms = int(time.time() * 1000) if self.live else self.ts_ms + self.rng.randrange(0, 50)
             if roll < 0.6 or len(rows) < 3:
                 key = self.next_id
                 self.next_id += 1
@@ -198,7 +214,12 @@ class ChangeGenerator:
                     op, before, after = "d", rows[key], None
             if after is None:
                 del rows[key]
+                self.deleted[(table.db, table.table)].add(key)
             else:
                 rows[key] = after
-            value = envelope(table, op, before, after, pos=self.pos, ts_ms=self.ts_ms)
-            yield Change(topic_of(table), json.dumps({"id": key}).encode(), json.dumps(value).encode())
+            value = envelope(table, op, before, after, pos=self.pos, ts_ms=self.ts_ms, server=self.server)
+            kafka_key = json.dumps({"id": key}).encode()
+            topic = topic_of(table, self.server)
+            yield Change(topic, kafka_key, json.dumps(value).encode())
+            if op == "d" and self.tombstones:
+                yield Change(topic, kafka_key, None)

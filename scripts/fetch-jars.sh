@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Fetch the JVM jars the Spark driver needs (Delta, the Kafka source) from Maven Central into
-# .jars/spark, so that every later run works offline. Idempotent: a complete folder is left alone.
+# Fetch JVM jars from Maven Central into .jars/<component>, so that later runs work offline.
+#   scripts/fetch-jars.sh          Spark's extras: Delta and the Kafka source (jvm/spark/pom.xml)
+#   scripts/fetch-jars.sh kafka    the Kafka broker and its dependencies (jvm/kafka/pom.xml)
+# Idempotent: a complete folder newer than its POM is left alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="${CDC_DELTA_JARS_DIR:-$root/.jars/spark}"
+component="${1:-spark}"
+pom="$root/jvm/$component/pom.xml"
+[[ -f "$pom" ]] || { echo "fetch-jars: no $pom; components: $(ls "$root/jvm" | grep -v settings | tr '\n' ' ')" >&2; exit 2; }
+dest="$root/.jars/$component"
+[[ "$component" == spark && -n "${CDC_DELTA_JARS_DIR:-}" ]] && dest="$CDC_DELTA_JARS_DIR"
 stamp="$dest/.complete"
-pom="$root/jvm/spark/pom.xml"
 if [[ -f "$stamp" && "$stamp" -nt "$pom" ]]; then
   echo "fetch-jars: $dest is up to date ($(ls "$dest"/*.jar | wc -l) jars)"
   exit 0
 fi
 command -v mvn >/dev/null || { echo "fetch-jars: Maven (mvn) is required: apt-get install maven" >&2; exit 1; }
 rm -rf "$dest" && mkdir -p "$dest"
-echo "fetch-jars: resolving $(grep -c '<dependency>' "$pom") artifacts from Maven Central into $dest"
+echo "fetch-jars: resolving $component ($(grep -c '<dependency>' "$pom") artifacts and what they need) into $dest"
 mvn -q -B -s "$root/jvm/settings.xml" -f "$pom" dependency:copy-dependencies \
   -DoutputDirectory="$dest" -DincludeScope=runtime
 touch "$stamp"

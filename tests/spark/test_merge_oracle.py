@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 
@@ -50,7 +51,7 @@ def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]]) -> 
             dead_total += expected["dead"]
         for table in config.tables:
             path = config.storage.table_path(table)
-            if not any(oracle.tables[table.name].values()) and not shutil.os.path.exists(path):
+            if not any(oracle.tables[table.name].values()) and not os.path.exists(path):
                 continue
             columns, actual = read_canonical(spark, path)
             assert actual == oracle.rows(

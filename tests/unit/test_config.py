@@ -93,3 +93,10 @@ def test_load_config_errors(tmp_path: Path) -> None:
 def test_example_config_is_valid() -> None:
     config = load_config(Path(__file__).parents[2] / "streaming" / "example-config.yaml", env={})
     assert {t.name for t in config.tables} >= {"inventory.orders"}
+
+
+def test_demo_config_file_and_in_code_demo_agree() -> None:
+    from cdc_delta.demo import demo_config
+
+    from_file = load_config(Path(__file__).parents[2] / "streaming" / "demo-config.yaml", env={})
+    assert from_file.tables == demo_config(Path("/x")).tables

@@ -1,0 +1,28 @@
+"""Print bench/results/*.json as the Markdown tables the README shows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def merge_vs_append(data: dict) -> str:
+    lines = [
+        f"Measured {data['measured_at']} on {data['cores']} cores (Spark {data['spark']}); rows/s of the whole batch",
+        "function vs decode + dedupe + append; `files` = share of target files the MERGE rewrote.",
+        "",
+        "| target rows | batch rows | workload | append rows/s | MERGE rows/s | ratio | files |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in data["results"]:
+        lines.append(
+            f"| {r['target_rows']:,} | {r['batch_rows']:,} | {r['workload']} | {r['append_rows_per_s']:,} "
+            f"| {r['merge_rows_per_s']:,} | {r['ratio_merge_to_append']:.2f} | {r['files_rewritten_fraction']:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
+    print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))

@@ -1,0 +1,72 @@
+"""Kafka-side offsets: commit the stream's position to its consumer group, read end offsets and lag."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+
+def _consumer(bootstrap: str, group: str) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "socket.timeout.ms": 10_000,
+            "session.timeout.ms": 10_000,
+        }
+    )
+
+
+def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str, int]]) -> bool:
+    """Commit ``max processed offset + 1`` per partition to ``group``. Best effort: a failure is logged,
+    never raised, since the Delta commit already made the batch durable."""
+    parts = [TopicPartition(t, int(p), o + 1) for t, ps in offsets.items() for p, o in ps.items()]
+    consumer = _consumer(bootstrap, group)
+    try:
+        consumer.commit(offsets=parts, asynchronous=False)
+        return True
+    except KafkaException as exc:
+        logger.warning("could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, exc)
+        return False
+    finally:
+        consumer.close()
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """End offset, committed offset and lag of one topic partition."""
+
+    topic: str
+    partition: int
+    end: int
+    committed: int | None
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.committed is None else max(0, self.end - self.committed)
+
+
+def partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
+    """Per partition of the subscribed topics: end offset, the group's committed offset, lag."""
+    consumer = _consumer(bootstrap, group)
+    try:
+        metadata = consumer.list_topics(timeout=10)
+        names = sorted(t for t in metadata.topics if t in topics or (pattern is not None and re.fullmatch(pattern, t)))
+        parts = [TopicPartition(t, p) for t in names for p in sorted(metadata.topics[t].partitions)]
+        committed = (
+            {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=10)} if parts else {}
+        )
+        out = []
+        for tp in parts:
+            _, high = consumer.get_watermark_offsets(tp, timeout=10)
+            done = committed.get((tp.topic, tp.partition))
+            out.append(PartitionLag(tp.topic, tp.partition, high, done if done is not None and done >= 0 else None))
+        return out
+    finally:
+        consumer.close()

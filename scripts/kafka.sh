@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A real single-node Apache Kafka broker (KRaft mode, no ZooKeeper, no Docker) on 127.0.0.1,
+# run from its Maven Central jars.
+#   scripts/kafka.sh start [PORT]   fetch jars if needed, format storage once, start, wait until ready
+#   scripts/kafka.sh stop           stop it (SIGTERM, then SIGKILL after 20 s)
+#   scripts/kafka.sh status         running or not, and where
+# Environment: KAFKA_PORT (default 9092; the controller listens on PORT+1), KAFKA_DIR (default
+# var/kafka-PORT: config, data, log, pid), KAFKA_HEAP (default 512m).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cmd="${1:-status}"
+port="${2:-${KAFKA_PORT:-9092}}"
+dir="${KAFKA_DIR:-$root/var/kafka-$port}"
+pidfile="$dir/kafka.pid"
+jars="$root/.jars/kafka"
+
+running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+ready() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
+start() {
+  if running; then echo "kafka: already running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; return 0; fi
+  "$root/scripts/fetch-jars.sh" kafka
+  mkdir -p "$dir/data"
+  cat > "$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$((port + 1))
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+PROPS
+  cat > "$dir/log4j.properties" <<PROPS
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$dir/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+PROPS
+  local java_cmd=(java "-Xmx${KAFKA_HEAP:-512m}" -Xms128m -cp "$jars/*" "-Dlog4j.configuration=file:$dir/log4j.properties")
+  if [[ ! -f "$dir/data/meta.properties" ]]; then
+    local cluster_id
+    cluster_id="$("${java_cmd[@]}" kafka.tools.StorageTool random-uuid)"
+    "${java_cmd[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" >/dev/null
+  fi
+  nohup "${java_cmd[@]}" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 &
+  echo $! >"$pidfile"
+  for _ in $(seq 1 120); do
+    if ready; then echo "kafka: ready on 127.0.0.1:$port (pid $(cat "$pidfile"), data in $dir)"; return 0; fi
+    running || { echo "kafka: exited during start; see $dir/server.log and $dir/stdout.log" >&2; tail -20 "$dir/stdout.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "kafka: not ready on 127.0.0.1:$port after 60 s; see $dir/server.log" >&2
+  exit 1
+}
+
+stop() {
+  if ! running; then echo "kafka: not running ($dir)"; rm -f "$pidfile"; return 0; fi
+  local pid; pid="$(cat "$pidfile")"
+  kill "$pid"
+  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  rm -f "$pidfile"
+  echo "kafka: stopped (pid $pid)"
+}
+
+case "$cmd" in
+  start) start ;;
+  stop) stop ;;
+  status) if running; then echo "kafka: running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; else echo "kafka: not running"; exit 3; fi ;;
+  *) echo "usage: scripts/kafka.sh start|stop|status [PORT]" >&2; exit 2 ;;
+esac

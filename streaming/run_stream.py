@@ -1,0 +1,16 @@
+"""spark-submit entry point of the streaming application.
+
+    spark-submit --master yarn --packages io.delta:delta-spark_2.13:4.0.0,\
+org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0 \
+        --py-files cdc_delta.zip streaming/run_stream.py --config cdc.yaml
+
+Set ``spark.master: null`` in the config so the cluster's master applies. Locally, use
+``cdc-delta stream --config ...`` instead (it builds its own local session).
+"""
+
+import sys
+
+from cdc_delta.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["stream", *sys.argv[1:]]))
