@@ -10,8 +10,8 @@ help:  ## list the targets
 setup:  ## create .venv, install cdc-delta with test/dev tools, fetch the JVM jars
 	@scripts/setup.sh
 
-demo: setup  ## apply generated Debezium events to local Delta tables and query them
-	rm -rf var/demo && .venv/bin/cdc-delta demo --dir var/demo
+demo:  ## start a local Kafka, stream generated Debezium events into Delta tables, query them
+	@scripts/demo.sh
 
 test: setup  ## run every test: unit, Spark (Delta) and integration
 	$(PYTEST)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -97,6 +98,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
+    from pyspark.errors import StreamingQueryException
+
     from cdc_delta.stream import GracefulStop, run_until_stopped, start_stream
 
     config = load_config(args.config)
@@ -104,8 +107,24 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stop.install()
     spark = _spark(config)
     query = start_stream(spark, config, available_now=args.until_caught_up)
-    run_until_stopped(query, stop)
+    try:
+        run_until_stopped(query, stop)
+    except StreamingQueryException as exc:
+        logger.debug("stream failed", exc_info=True)
+        print(
+            f"cdc-delta: the stream failed: {root_cause(str(exc))}\n"
+            "It resumes from its checkpoint when started again; run with -v for the full trace.",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def root_cause(text: str) -> str:
+    """The last ``SomeException: message`` line of a Spark error, without the query plan dump."""
+    head = text.split("=== Streaming Query ===")[0]
+    causes = [line.strip() for line in head.splitlines() if re.match(r"\s*[\w.]+(Exception|Error): ", line)]
+    return causes[-1] if causes else head.strip().splitlines()[0]
 
 
 def _dash(value: object) -> str:
@@ -143,13 +162,19 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from cdc_delta.demo import DEMO_TABLES
-    from cdc_delta.generator import ChangeGenerator, topic_of
+    from cdc_delta.generator import Change, ChangeGenerator, topic_of
     from cdc_delta.producer import ensure_topics, produce
 
     generator = ChangeGenerator(DEMO_TABLES, seed=args.seed, tombstones=True, live=True)
     ensure_topics(args.bootstrap, [topic_of(t) for t in DEMO_TABLES], args.partitions)
     sent = produce(args.bootstrap, generator.changes(args.events), rate=args.rate)
-    print(f"generate: {sent} records ({args.events} changes and their tombstones) to {args.bootstrap}")
+    bad_topic = topic_of(DEMO_TABLES[0])
+    bad = [Change(bad_topic, b'{"id": -1}', b"{not a Debezium envelope") for _ in range(args.bad)]
+    sent += produce(args.bootstrap, bad)
+    print(
+        f"generate: {sent} records ({args.events} changes, their tombstones, {args.bad} undecodable) "
+        f"to {args.bootstrap}"
+    )
     return 0
 
 
@@ -211,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--rate", type=float, help="events per second (default: as fast as possible)")
     gen.add_argument("--partitions", type=int, default=3, help="partitions of topics it creates (default 3)")
     gen.add_argument("--seed", type=int, default=42, help="random seed: the same seed, the same changes")
+    gen.add_argument("--bad", type=int, default=0, help="undecodable records to add (they go to the dead letters)")
     gen.set_defaults(func=cmd_generate)
 
     sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")

@@ -90,6 +90,15 @@ class StorageConfig(_Frozen):
     checkpoint_root: str | None = None
     """Streaming checkpoints; default ``<root>/_cdc_checkpoints``."""
 
+    @field_validator("root", "dead_letter_path", "checkpoint_root")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        """Local relative paths are taken from the working directory and made absolute (Delta's
+        table builder refuses relative locations); URIs (s3a://, file:/...) stay as they are."""
+        if value is None or ":" in value.split("/")[0]:
+            return value
+        return os.path.abspath(value)
+
     def table_path(self, table: TableConfig) -> str:
         return table.path or f"{self.root.rstrip('/')}/{table.name.replace('.', '/')}"
 

@@ -10,7 +10,7 @@ cli=.venv/bin/cdc-delta
 rm -rf var/demo
 scripts/kafka.sh start 19092
 trap 'scripts/kafka.sh stop 19092 >/dev/null' EXIT
-$cli generate --bootstrap 127.0.0.1:19092 --events "${DEMO_EVENTS:-5000}" --partitions 3
+$cli generate --bootstrap 127.0.0.1:19092 --events "${DEMO_EVENTS:-5000}" --partitions 3 --bad 2
 $cli stream --config "$config" --until-caught-up
 $cli status --config "$config"
 $cli sql --config "$config" "SELECT _cdc_source_db AS shard, count(*) AS rows,

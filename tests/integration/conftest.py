@@ -119,6 +119,8 @@ class StreamProcess:
         self.proc.wait(timeout=30)
 
     def batch_lines(self) -> list[str]:
+        if not self.log.exists():
+            return []
         return [line for line in self.log.read_text(errors="replace").splitlines() if "cdc_delta.stream: batch" in line]
 
 

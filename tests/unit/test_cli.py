@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_delta.cli import main
+from cdc_delta.cli import main, root_cause
 
 EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
 
@@ -23,7 +23,17 @@ def test_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_config_prints_resolved_paths(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-config", "--config", EXAMPLE]) == 0
     out = capsys.readouterr().out
-    assert "shop.orders: key ['id'] -> ./var/lake/shop/orders" in out and "is valid" in out
+    assert f"shop.orders: key ['id'] -> {Path.cwd()}/var/lake/shop/orders" in out and "is valid" in out
+
+
+def test_root_cause_of_a_spark_stream_failure() -> None:
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: Traceback (most recent call last):\n"
+        '  File "x.py", line 1\n'
+        "pyspark.errors.exceptions.captured.AnalysisException: [DELTA_X] the table is gone\n"
+        "=== Streaming Query ===\nIdentifier: q\nSomeException: from the plan dump\n"
+    )
+    assert root_cause(text) == "pyspark.errors.exceptions.captured.AnalysisException: [DELTA_X] the table is gone"
 
 
 def test_bad_config_exits_2_with_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,6 +56,14 @@ def test_bad_configs_name_the_field_and_the_fix(data: dict, message: str) -> Non
         parse_config(data, "cdc.yaml")
 
 
+def test_local_paths_become_absolute_and_uris_stay() -> None:
+    local = parse_config({**GOOD, "storage": {"root": "var/lake", "checkpoint_root": "./ckpt"}})
+    assert local.storage.root == str(Path.cwd() / "var" / "lake")
+    assert local.storage.checkpoint_root == str(Path.cwd() / "ckpt")
+    remote = parse_config({**GOOD, "storage": {"root": "s3a://bucket/lake", "dead_letter_path": "file:/dl"}})
+    assert remote.storage.root == "s3a://bucket/lake" and remote.storage.dead_letters == "file:/dl"
+
+
 def test_column_types_are_normalized() -> None:
     config = parse_config(with_table(columns={"a": "LONG", "b": "Decimal(10, 2)", "c": "integer"}))
     assert config.tables[0].columns == {"a": "bigint", "b": "decimal(10,2)", "c": "int"}
