@@ -106,7 +106,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stop = GracefulStop()
     stop.install()
     spark = _spark(config)
-    query = start_stream(spark, config, available_now=args.until_caught_up)
+    query = start_stream(spark, config, available_now=args.until_caught_up, stop_requested=stop.requested)
     try:
         run_until_stopped(query, stop)
     except StreamingQueryException as exc:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
 from types import FrameType
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -52,27 +52,46 @@ def kafka_source(spark: SparkSession, config: AppConfig) -> DataFrame:
     return reader.load()
 
 
+STOP_MARKER = "cdc-delta graceful stop"
+
+
+class StopRequested(RuntimeError):
+    """Raised at the start of a batch once a stop was requested: the batch is not applied, Spark does
+    not commit it, and the next start processes it; the batches before it are complete."""
+
+
 class StreamBatch:
     """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets."""
 
-    def __init__(self, config: AppConfig) -> None:
+    def __init__(self, config: AppConfig, stop_requested: threading.Event | None = None) -> None:
         self.config = config
         self.processor = BatchProcessor(config)
+        self.stop_requested = stop_requested or threading.Event()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stop_requested.is_set():
+            raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
         result = self.processor.process(batch, batch_id)
         logger.info("%s", result.summary())
         if result.offsets:
             commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
 
 
-def start_stream(spark: SparkSession, config: AppConfig, *, available_now: bool = False) -> StreamingQuery:
-    """Start the streaming query: every ``trigger_interval``, or once over what is there now."""
+def start_stream(
+    spark: SparkSession,
+    config: AppConfig,
+    *,
+    available_now: bool = False,
+    stop_requested: threading.Event | None = None,
+) -> StreamingQuery:
+    """Start the streaming query: every ``trigger_interval``, or once over what is there now.
+
+    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`)."""
     writer = (
         kafka_source(spark, config)
         .writeStream.queryName(config.app_id)
         .option("checkpointLocation", checkpoint_location(config))
-        .foreachBatch(StreamBatch(config))
+        .foreachBatch(StreamBatch(config, stop_requested))
     )
     writer = (
         writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
@@ -111,15 +130,26 @@ class GracefulStop:
 
 
 def run_until_stopped(query: StreamingQuery, stop: GracefulStop, poll_s: int = 1) -> None:
-    """Wait for the query to end by itself (an error, or caught up) or for a stop request."""
+    """Wait for the query to end by itself (an error, or caught up) or for a stop request.
+
+    After the first signal the running batch finishes and the next one is refused; while no batch
+    runs the query is stopped at once. After a second signal it is stopped at once regardless."""
     while query.isActive:
-        if stop.requested.is_set():
-            while stop.signals == 1 and query.isActive and query.status.get("isTriggerActive"):
-                time.sleep(0.2)
+        if stop.requested.is_set() and (stop.signals > 1 or not query.status.get("isTriggerActive")):
             query.stop()
             logger.info("stream stopped on request")
             return
-        query.awaitTermination(poll_s)
-    exc = query.exception()
-    if exc is not None:
+        try:
+            query.awaitTermination(poll_s)
+        except StreamingQueryException as exc:
+            _raise_unless_requested(exc, stop)
+            return
+    failure = query.exception()
+    if failure is not None:
+        _raise_unless_requested(failure, stop)
+
+
+def _raise_unless_requested(exc: StreamingQueryException, stop: GracefulStop) -> None:
+    if not (stop.requested.is_set() and STOP_MARKER in str(exc)):
         raise exc
+    logger.info("stream stopped on request after its last complete batch")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -108,3 +111,36 @@ def test_broker_restart_loses_nothing(spark, native_kafka, tmp_path: Path) -> No
         proc.wait(timeout=120)
     assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
     assert_tables_equal_source(spark, config, first)
+
+
+def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_path: Path) -> None:
+    server = "sigterm"
+    generator = generate(kafka_bootstrap, server, events=3000, seed=4)
+    config = write_config(
+        tmp_path,
+        kafka_bootstrap,
+        server,
+        kafka={"bootstrap_servers": kafka_bootstrap, "topic_pattern": server + r"\..*", "max_offsets_per_trigger": 300},
+    )
+    stream = StreamProcess(config, tmp_path / "stream.log")
+    proc = stream.start()
+    wait_for(lambda: stream.batch_lines(), 240, "the first batch")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=180) == 0
+    log = stream.log.read_text()
+    assert "stopping after the current batch" in log and "stream stopped on request" in log
+    before = len(stream.batch_lines())
+    assert stream.run_until_caught_up() == 0
+    resumed = stream.batch_lines()[before:]
+    assert resumed and f"batch {before}:" in resumed[0], "the first batch after a graceful stop is a new one"
+    assert "replayed" not in "\n".join(resumed)
+    assert_tables_equal_source(spark, config, generator)
+    status = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "status", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert status.returncode == 0, status.stderr[-2000:]
+    assert "total lag: 0 events over 9 partitions" in status.stdout
+    assert "inventory.orders" in status.stdout and "dead letters: none" in status.stdout
