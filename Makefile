@@ -23,5 +23,7 @@ lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench
 	.venv/bin/mypy
 
-bench: setup  ## benchmarks: write bench/results/*.json (long)
+bench: setup  ## benchmarks: write bench/results/*.json and print the README tables (long)
 	$(PY) bench/merge_vs_append.py
+	$(PY) bench/stream_latency.py
+	$(PY) bench/summarize.py

@@ -23,6 +23,23 @@ def merge_vs_append(data: dict) -> str:
     return "\n".join(lines)
 
 
+def stream_latency(data: dict) -> str:
+    return "\n".join(
+        [
+            f"Measured {data['measured_at']} on {data['cores']} cores, trigger {data['trigger_s']} s:",
+            "",
+            "| max sustained events/s | steady rate events/s | rows sampled | p50 latency | p99 latency | targets |",
+            "|---:|---:|---:|---:|---:|---|",
+            f"| {data['max_sustained_events_per_s']:,} | {data['steady_rate_events_per_s']:,} | {data['rows_sampled']:,} "
+            f"| {data['latency_p50_s']} s | {data['latency_p99_s']} s "
+            f"| p50 <= {data['target_p50_s']} s, p99 <= {data['target_p99_s']} s |",
+        ]
+    )
+
+
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
     print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))
+    latency = folder / "stream_latency.json"
+    if latency.exists():
+        print("\n" + stream_latency(json.loads(latency.read_text())))

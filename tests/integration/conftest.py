@@ -124,18 +124,22 @@ class StreamProcess:
         return [line for line in self.log.read_text(errors="replace").splitlines() if "cdc_delta.stream: batch" in line]
 
 
-def write_config(folder: Path, bootstrap: str, server: str, **extra: object) -> Path:
+def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:
     """A config for the demo tables under ``folder``, reading the topics of ``server``."""
     from cdc_delta.demo import demo_tables
 
     data = {
         "app_id": f"it-{server}",
-        "kafka": {"bootstrap_servers": bootstrap, "topic_pattern": server + r"\..*", "starting_offsets": "earliest"},
+        "kafka": {
+            "bootstrap_servers": bootstrap,
+            "topic_pattern": server + r"\..*",
+            "starting_offsets": "earliest",
+            "max_offsets_per_trigger": max_per_batch,
+        },
         "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
         "storage": {"root": str(folder / "lake")},
         "trigger_interval": "1 second",
         "tables": demo_tables(server),
-        **extra,
     }
     path = folder / "cdc.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -70,12 +70,7 @@ def test_stream_catches_up_and_equals_the_source(spark, kafka_bootstrap: str, tm
 def test_kill_9_five_times_loses_and_duplicates_nothing(spark, kafka_bootstrap: str, tmp_path: Path) -> None:
     server = "crash"
     generator = generate(kafka_bootstrap, server, events=6000, seed=2)
-    config = write_config(
-        tmp_path,
-        kafka_bootstrap,
-        server,
-        kafka={"bootstrap_servers": kafka_bootstrap, "topic_pattern": server + r"\..*", "max_offsets_per_trigger": 400},
-    )
+    config = write_config(tmp_path, kafka_bootstrap, server, max_per_batch=400)
     stream = StreamProcess(config, tmp_path / "stream.log")
     rng = random.Random(7)
     for attempt in range(5):
@@ -116,12 +111,7 @@ def test_broker_restart_loses_nothing(spark, native_kafka, tmp_path: Path) -> No
 def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_path: Path) -> None:
     server = "sigterm"
     generator = generate(kafka_bootstrap, server, events=3000, seed=4)
-    config = write_config(
-        tmp_path,
-        kafka_bootstrap,
-        server,
-        kafka={"bootstrap_servers": kafka_bootstrap, "topic_pattern": server + r"\..*", "max_offsets_per_trigger": 300},
-    )
+    config = write_config(tmp_path, kafka_bootstrap, server, max_per_batch=300)
     stream = StreamProcess(config, tmp_path / "stream.log")
     proc = stream.start()
     wait_for(lambda: stream.batch_lines(), 240, "the first batch")
