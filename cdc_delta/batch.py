@@ -26,7 +26,7 @@ from cdc_delta.dedupe import latest_per_key
 from cdc_delta.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
 from cdc_delta.envelope import DEAD, OK, SKIP, DecodePlan
 from cdc_delta.exceptions import SchemaChangeError
-from cdc_delta.merge import MergeResult, apply_truncate, merge_rows
+from cdc_delta.merge import Commit, MergeResult, apply_truncate, merge_rows
 from cdc_delta.ordering import Seq
 from cdc_delta.rows import typed_rows
 from cdc_delta.schema_evolution import SchemaPlan, plan_schema
@@ -257,10 +257,12 @@ class BatchProcessor:
         truncated = 0
         for (db, tbl), seq in _latest_truncates(truncates).items():
             # One transaction id per source table: two truncates in a batch are two commits.
-            app = f"{self.config.app_id}:{name}:truncate:{db}.{tbl}"
-            rows, _ = apply_truncate(
-                spark, path, db, tbl, seq, app, batch_id, {**meta, "operation": "truncate", "source": f"{db}.{tbl}"}
+            commit = Commit(
+                f"{self.config.app_id}:{name}:truncate:{db}.{tbl}",
+                batch_id,
+                {**meta, "operation": "truncate", "source": f"{db}.{tbl}"},
             )
+            rows, _ = apply_truncate(spark, path, db, tbl, seq, commit)
             truncated += rows
         return TableResult(name, events, merge=merge, truncated=truncated)
 
@@ -281,18 +283,8 @@ class BatchProcessor:
         latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
         check_replay = batch_id <= self._last_batch.get(name, -1) or name not in self._last_batch
         try:
-            result = merge_rows(
-                spark,
-                path,
-                latest,
-                key,
-                dict(plan.columns),
-                f"{self.config.app_id}:{name}",
-                batch_id,
-                meta,
-                name,
-                check_replay=check_replay,
-            )
+            commit = Commit(f"{self.config.app_id}:{name}", batch_id, meta)
+            result = merge_rows(spark, path, latest, key, dict(plan.columns), commit, name, check_replay=check_replay)
         finally:
             latest.unpersist()
         self._last_batch[name] = max(batch_id, self._last_batch.get(name, -1))

@@ -135,20 +135,29 @@ def cmd_status(args: argparse.Namespace) -> int:
     import time
 
     from cdc_delta.kafka_offsets import partition_lag
-    from cdc_delta.table_status import dead_letter_count, table_status
+    from cdc_delta.table_status import dead_letter_count, delta_positions, table_status
 
     config = load_config(args.config)
     kafka = config.kafka
     lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
-    print(f"{'topic':<40} {'part':>4} {'end':>10} {'committed':>10} {'lag':>8}")
-    for lag in lags:
-        print(f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {_dash(lag.committed):>10} {_dash(lag.lag):>8}")
-    total = sum(lag.lag or 0 for lag in lags)
-    print(f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id})\n")
     spark = _spark(config)
+    tables = table_status(spark, config)
+    in_delta = delta_positions(tables)
+    print(f"{'topic':<40} {'part':>4} {'end':>10} {'in Delta':>10} {'group':>10} {'lag':>8}")
+    for lag in lags:
+        delta = in_delta.get((lag.topic, lag.partition))
+        print(
+            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {_dash(delta):>10} {_dash(lag.committed):>10} "
+            f"{_dash(lag.lag):>8}"
+        )
+    total = sum(lag.lag or 0 for lag in lags)
+    print(
+        f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id}; "
+        "'in Delta' is the next offset after the last one a table commit recorded)\n"
+    )
     now = time.time()
     print(f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'rows':>10} {'deleted':>8}")
-    for st in table_status(spark, config):
+    for st in tables:
         fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
         when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
         print(
@@ -176,6 +185,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"to {args.bootstrap}"
     )
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from cdc_delta.replay import replay_dead_letters
+
+    config = load_config(args.config)
+    since = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc) if args.since else None
+    result = replay_dead_letters(_spark(config), config, args.table, since)
+    print(
+        f"replay: {result.rows_in} dead letters, {result.applied} applied, "
+        f"{result.dead_lettered} dead-lettered again, {result.skipped} skipped"
+    )
+    return 0 if result.dead_lettered == 0 else 1
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -238,6 +262,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=42, help="random seed: the same seed, the same changes")
     gen.add_argument("--bad", type=int, default=0, help="undecodable records to add (they go to the dead letters)")
     gen.set_defaults(func=cmd_generate)
+
+    replay = sub.add_parser(
+        "replay-dead-letters",
+        help="re-apply dead letters (after fixing a stopped table); exits 1 if some still fail",
+    )
+    replay.add_argument("--config", required=True, help="path to the YAML config")
+    replay.add_argument("--table", help="only the dead letters of this logical table (db.table)")
+    replay.add_argument("--since", help="only those dead-lettered at or after this UTC time (YYYY-MM-DDTHH:MM)")
+    replay.set_defaults(func=cmd_replay)
 
     sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
     sql.add_argument("--config", required=True, help="path to the YAML config")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -23,16 +24,26 @@ def _consumer(bootstrap: str, group: str) -> Consumer:
     )
 
 
-def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str, int]]) -> bool:
-    """Commit ``max processed offset + 1`` per partition to ``group``. Best effort: a failure is logged,
+def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str, int]], attempts: int = 6) -> bool:
+    """Commit ``max processed offset + 1`` per partition to ``group``. Best effort: retriable errors
+    (a coordinator still loading, as on a new broker) are retried with backoff; a failure is logged,
     never raised, since the Delta commit already made the batch durable."""
     parts = [TopicPartition(t, int(p), o + 1) for t, ps in offsets.items() for p, o in ps.items()]
     consumer = _consumer(bootstrap, group)
     try:
-        consumer.commit(offsets=parts, asynchronous=False)
-        return True
-    except KafkaException as exc:
-        logger.warning("could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, exc)
+        for attempt in range(1, attempts + 1):
+            try:
+                consumer.commit(offsets=parts, asynchronous=False)
+                return True
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = getattr(error, "retriable", lambda: False)() or "COORDINATOR" in str(exc)
+                if not retriable or attempt == attempts:
+                    logger.warning(
+                        "could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, exc
+                    )
+                    return False
+                time.sleep(0.5 * 2 ** (attempt - 1))
         return False
     finally:
         consumer.close()

@@ -46,15 +46,27 @@ class MergeResult:
     """True when Delta skipped the commit because this batch id was already applied."""
 
 
+@dataclass(frozen=True)
+class Commit:
+    """How one Delta DML command commits: its transaction id and version, and its commit metadata."""
+
+    txn_app_id: str
+    """``<app_id>:<table>`` (plus the operation where a batch makes several commits to a table)."""
+    batch_id: int
+    """The transaction version: Delta refuses a version not above the last one committed."""
+    metadata: dict[str, Any]
+    """Recorded as the commit's userMetadata (JSON): app, batch, offsets, source times, operation."""
+
+
 @contextmanager
-def delta_transaction(spark: SparkSession, app_id: str, version: int, metadata: dict[str, Any]) -> Iterator[None]:
+def delta_transaction(spark: SparkSession, commit: Commit) -> Iterator[None]:
     """Set the session-wide idempotency and commit-metadata confs around one Delta DML command.
 
     The confs are session-wide: tables of one batch must be written one after the other.
     """
-    spark.conf.set(TXN_APP_ID, app_id)
-    spark.conf.set(TXN_VERSION, str(version))
-    spark.conf.set(USER_METADATA, json.dumps(metadata, sort_keys=True))
+    spark.conf.set(TXN_APP_ID, commit.txn_app_id)
+    spark.conf.set(TXN_VERSION, str(commit.batch_id))
+    spark.conf.set(USER_METADATA, json.dumps(commit.metadata, sort_keys=True))
     try:
         yield
     finally:
@@ -97,9 +109,7 @@ def merge_rows(
     rows: DataFrame,
     key: Sequence[str],
     key_types: dict[str, str],
-    txn_app_id: str,
-    batch_id: int,
-    metadata: dict[str, Any],
+    commit: Commit,
     table_name: str,
     check_replay: bool = True,
 ) -> MergeResult:
@@ -109,9 +119,9 @@ def merge_rows(
     ``check_replay`` the commit history is looked at first; always, Delta's transaction id refuses it.
     """
     target = DeltaTable.forPath(spark, path)
-    metadata = {**metadata, "operation": "merge"}
+    commit = Commit(commit.txn_app_id, commit.batch_id, {**commit.metadata, "operation": "merge"})
     if check_replay:
-        done, _ = _committed(target, metadata)
+        done, _ = _committed(target, commit.metadata)
         if done is not None:
             return MergeResult(table=table_name, version=done, replayed=True)
     condition = F.lit(True)
@@ -120,7 +130,7 @@ def merge_rows(
     pruning = _key_range(rows, key[0], key_types.get(key[0], ""))
     if pruning is not None:
         condition = pruning & condition
-    with delta_transaction(spark, txn_app_id, batch_id, metadata):
+    with delta_transaction(spark, commit):
         (
             target.alias("t")
             .merge(rows.alias("s"), condition)
@@ -128,7 +138,7 @@ def merge_rows(
             .whenNotMatchedInsertAll()
             .execute()
         )
-    version, metrics = _committed(target, metadata)
+    version, metrics = _committed(target, commit.metadata)
     if version is None:  # a concurrent run of the same batch committed it first
         return MergeResult(table=table_name, replayed=True)
     return MergeResult(
@@ -137,7 +147,6 @@ def merge_rows(
         inserted=int(metrics.get("numTargetRowsInserted", 0)),
         updated=int(metrics.get("numTargetRowsUpdated", 0)),
         version=version,
-        replayed=version is None,
     )
 
 
@@ -153,18 +162,16 @@ def apply_truncate(
     source_db: str | None,
     source_table: str | None,
     seq: Seq,
-    txn_app_id: str,
-    batch_id: int,
-    metadata: dict[str, Any],
+    commit: Commit,
 ) -> tuple[int, bool]:
     """Soft-delete every row of one source table older than a TRUNCATE; returns (rows, replayed)."""
     target = DeltaTable.forPath(spark, path)
-    if _committed(target, metadata)[0] is not None:
+    if _committed(target, commit.metadata)[0] is not None:
         return 0, True
     same_source = F.col(C.SOURCE_DB).eqNullSafe(F.lit(source_db)) & F.col(C.SOURCE_TABLE).eqNullSafe(
         F.lit(source_table)
     )
-    with delta_transaction(spark, txn_app_id, batch_id, metadata):
+    with delta_transaction(spark, commit):
         target.update(
             condition=same_source & (F.col(C.SEQ) < seq_literal(seq)),
             set={
@@ -174,5 +181,5 @@ def apply_truncate(
                 C.SOURCE_TS: F.timestamp_millis(F.lit(seq.ts_ms)),
             },
         )
-    version, metrics = _committed(target, metadata)
+    version, metrics = _committed(target, commit.metadata)
     return int(metrics.get("numUpdatedRows", 0)), version is None

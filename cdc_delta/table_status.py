@@ -68,6 +68,17 @@ def table_status(spark: SparkSession, config: AppConfig) -> list[TableStatus]:
     return out
 
 
+def delta_positions(tables: list[TableStatus]) -> dict[tuple[str, int], int]:
+    """Per topic partition, the next offset after the highest one any table's last commit recorded."""
+    out: dict[tuple[str, int], int] = {}
+    for status in tables:
+        for topic, partitions in (status.offsets or {}).items():
+            for partition, offset in partitions.items():
+                key = (topic, int(partition))
+                out[key] = max(out.get(key, 0), offset + 1)
+    return out
+
+
 def dead_letter_count(spark: SparkSession, config: AppConfig) -> int:
     path = config.storage.dead_letters
     if not DeltaTable.isDeltaTable(spark, path):

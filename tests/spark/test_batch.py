@@ -12,6 +12,7 @@ from cdc_delta.batch import BatchProcessor
 from cdc_delta.config import parse_config
 from cdc_delta.dedupe import latest_per_key
 from cdc_delta.demo import kafka_frame
+from cdc_delta.exceptions import ConfigError
 from cdc_delta.generator import Column, SourceTable, envelope
 from tests.delta_rows import batch_ids_per_commit, read_canonical
 
@@ -169,3 +170,40 @@ def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) 
     assert rows[1]["_cdc_deleted"] and rows[1]["_cdc_op"] == "t"
     assert not rows[2]["_cdc_deleted"] and rows[2]["qty"] == 20
     assert not table_rows(spark, config, "inventory.other")[0]["_cdc_deleted"]
+
+
+def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> None:
+    from cdc_delta.replay import replay_dead_letters
+
+    def config_with(qty_type: str):
+        return parse_config(
+            {
+                "app_id": "t",
+                "storage": {"root": str(tmp_path)},
+                "tables": [
+                    {
+                        "name": "inventory.items",
+                        "topics": ["srv.inventory.items"],
+                        "key": ["id"],
+                        "columns": {"id": "bigint", "qty": qty_type},
+                    }
+                ],
+            }
+        )
+
+    value = json.dumps({"op": "c", "after": {"id": 1, "qty": 7.5}, "source": {"file": "b.000001", "pos": 9}})
+    records = [
+        ("srv.inventory.items", 0, 0, b"k", value.encode()),
+        rec(ITEMS, 1, "c", {"id": 2, "qty": 3}, 20, with_schema=False),
+    ]
+    first = BatchProcessor(config_with("int")).process(kafka_frame(spark, records), 0)
+    assert (first.applied, first.dead_lettered) == (1, 1)
+    fixed = config_with("double")
+    with pytest.raises(ConfigError, match="no table named 'nope'"):
+        replay_dead_letters(spark, fixed, "nope", None)
+    again = replay_dead_letters(spark, fixed, "inventory.items", None)
+    assert (again.rows_in, again.applied, again.dead_lettered) == (1, 1, 0)
+    rows = {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")}
+    assert rows == {1: 7.5, 2: 3.0}  # the int column was widened to double to take the fix
+    replay_dead_letters(spark, fixed, None, None)  # replaying twice changes nothing
+    assert {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")} == rows
