@@ -20,7 +20,7 @@ test-fast: setup  ## unit tests only (no Spark), seconds
 	$(PYTEST) -m "not spark and not integration"
 
 lint: setup  ## ruff and mypy
-	.venv/bin/ruff check cdc_delta tests bench
+	.venv/bin/ruff check cdc_delta tests bench maintenance streaming
 	.venv/bin/mypy
 
 bench: setup  ## benchmarks: write bench/results/*.json and print the README tables (long)

@@ -30,7 +30,8 @@ def stream_latency(data: dict) -> str:
             "",
             "| max sustained events/s | steady rate events/s | rows sampled | p50 latency | p99 latency | targets |",
             "|---:|---:|---:|---:|---:|---|",
-            f"| {data['max_sustained_events_per_s']:,} | {data['steady_rate_events_per_s']:,} | {data['rows_sampled']:,} "
+            f"| {data['max_sustained_events_per_s']:,} | {data['steady_rate_events_per_s']:,} "
+            f"| {data['rows_sampled']:,} "
             f"| {data['latency_p50_s']} s | {data['latency_p99_s']} s "
             f"| p50 <= {data['target_p50_s']} s, p99 <= {data['target_p99_s']} s |",
         ]

@@ -92,6 +92,7 @@ class _Stats:
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
+    max_ts_by_partition: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     descriptors: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
     truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
 
@@ -127,6 +128,9 @@ def _collect_stats(decoded: DataFrame) -> _Stats:
         stats.tombstones += r["n"] if r["tombstone"] else 0
         partition = str(r["partition"])
         stats.offsets[r["topic"]][partition] = max(stats.offsets[r["topic"]].get(partition, -1), r["max_offset"])
+        if r["max_ts"] is not None:
+            seen = stats.max_ts_by_partition[r["topic"]]
+            seen[partition] = max(seen.get(partition, 0), r["max_ts"])
         if r["status"] == OK and r["table"] is not None:
             table = r["table"]
             stats.events_by_table[table] += r["n"]
@@ -169,6 +173,9 @@ class BatchProcessor:
                 "batch_id": batch_id,
                 "offsets": stats.offsets,
                 "max_source_ts_ms": stats.max_source_ts_ms,
+                # How far the stream has read on each partition, in source time: tombstone purge
+                # waits until every partition is past a tombstone (cdc_delta.maintenance).
+                "partition_max_source_ts_ms": {t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             }
             tables = []
             parked: list[tuple[str, str]] = []

@@ -202,6 +202,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0 if result.dead_lettered == 0 else 1
 
 
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from cdc_delta.maintenance import run_maintenance
+
+    config = load_config(args.config)
+    report = run_maintenance(_spark(config), config, wait_s=args.wait)
+    for t in report.tables:
+        if t.skipped:
+            print(f"{t.table}: skipped ({t.skipped})")
+        else:
+            print(
+                f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
+                f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, {t.duration_s}s"
+            )
+    print(f"maintenance done in {report.duration_s}s")
+    return 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for table in config.tables:
@@ -262,6 +279,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=42, help="random seed: the same seed, the same changes")
     gen.add_argument("--bad", type=int, default=0, help="undecodable records to add (they go to the dead letters)")
     gen.set_defaults(func=cmd_generate)
+
+    maintain = sub.add_parser(
+        "maintain", help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM (safe beside the stream)"
+    )
+    maintain.add_argument("--config", required=True, help="path to the YAML config")
+    maintain.add_argument(
+        "--wait", type=float, default=0, help="seconds to wait for a running maintenance to finish (default: exit)"
+    )
+    maintain.set_defaults(func=cmd_maintain)
 
     replay = sub.add_parser(
         "replay-dead-letters",

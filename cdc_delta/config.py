@@ -169,6 +169,43 @@ class TableConfig(_Frozen):
         return self
 
 
+DELTA_MIN_RETENTION_HOURS = 168.0
+"""Delta's VACUUM safety check: below this, readers and writers may lose files they still need."""
+
+
+class MaintenanceConfig(_Frozen):
+    """The hourly maintenance job: OPTIMIZE, tombstone purge, VACUUM, checkpoint."""
+
+    vacuum_retention_hours: float = Field(default=DELTA_MIN_RETENTION_HOURS, ge=0)
+    """VACUUM removes files no longer referenced for this long (time travel reaches this far back)."""
+    allow_short_retention: bool = False
+    """Must be true to VACUUM with less than Delta's 168 h safety margin (the seeds keep 2 h)."""
+    tombstone_retention_hours: float = Field(default=DELTA_MIN_RETENTION_HOURS, ge=0)
+    """Soft-deleted rows are purged once their source change is older than this (and the stream has
+    read past them on every partition)."""
+    zorder: bool = False
+    """Cluster with OPTIMIZE ... ZORDER BY the table's zorder_by (default: its key) instead of bin-packing."""
+    target_file_size_mb: int = Field(default=128, gt=0)
+    """OPTIMIZE's target file size."""
+    lock_path: str | None = None
+    """Lock file that keeps two runs apart (a local or shared filesystem path);
+    default ``<storage.root>/_cdc_maintenance.lock`` when the root is local."""
+    lock_stale_after_minutes: float = Field(default=120, gt=0)
+    """A lock older than this is taken to belong to a crashed run and is taken over."""
+    report_dir: str | None = None
+    """Where the JSON report of each run goes; default ``<storage.root>/_cdc_maintenance_reports``."""
+
+    @model_validator(mode="after")
+    def _retention(self) -> MaintenanceConfig:
+        if self.vacuum_retention_hours < DELTA_MIN_RETENTION_HOURS and not self.allow_short_retention:
+            raise ValueError(
+                f"maintenance.vacuum_retention_hours {self.vacuum_retention_hours:g} is below Delta's "
+                f"{DELTA_MIN_RETENTION_HOURS:g} h safety check: set maintenance.allow_short_retention: true "
+                "if no reader or writer needs older files"
+            )
+        return self
+
+
 class AppConfig(_Frozen):
     """The whole configuration file."""
 
@@ -184,6 +221,7 @@ class AppConfig(_Frozen):
     truncate_policy: Literal["soft_delete", "skip", "dead_letter"] = "soft_delete"
     """What a TRUNCATE (op ``t``) does: soft-delete every row of that source table written before it,
     skip it (counted), or park it in the dead letters for a person to decide."""
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
     type widening. Off: such a change stops the table like any other incompatible change."""

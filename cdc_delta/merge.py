@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.ordering import SEQ_FIELDS, Seq
+from cdc_delta.retry import retry_on_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -130,14 +131,16 @@ def merge_rows(
     pruning = _key_range(rows, key[0], key_types.get(key[0], ""))
     if pruning is not None:
         condition = pruning & condition
+    merge = (
+        target.alias("t")
+        .merge(rows.alias("s"), condition)
+        .whenMatchedUpdateAll(condition=F.col(f"s.{C.SEQ}") > F.col(f"t.{C.SEQ}"))
+        .whenNotMatchedInsertAll()
+    )
     with delta_transaction(spark, commit):
-        (
-            target.alias("t")
-            .merge(rows.alias("s"), condition)
-            .whenMatchedUpdateAll(condition=F.col(f"s.{C.SEQ}") > F.col(f"t.{C.SEQ}"))
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
+        # A conflict with maintenance (OPTIMIZE, purge) is retried: the guard and the transaction id
+        # make a second attempt safe.
+        retry_on_conflict(merge.execute, f"MERGE into {table_name}")
     version, metrics = _committed(target, commit.metadata)
     if version is None:  # a concurrent run of the same batch committed it first
         return MergeResult(table=table_name, replayed=True)
@@ -172,14 +175,17 @@ def apply_truncate(
         F.lit(source_table)
     )
     with delta_transaction(spark, commit):
-        target.update(
-            condition=same_source & (F.col(C.SEQ) < seq_literal(seq)),
-            set={
-                C.DELETED: F.lit(True),
-                C.OP: F.lit("t"),
-                C.SEQ: seq_literal(seq),
-                C.SOURCE_TS: F.timestamp_millis(F.lit(seq.ts_ms)),
-            },
+        retry_on_conflict(
+            lambda: target.update(
+                condition=same_source & (F.col(C.SEQ) < seq_literal(seq)),
+                set={
+                    C.DELETED: F.lit(True),
+                    C.OP: F.lit("t"),
+                    C.SEQ: seq_literal(seq),
+                    C.SOURCE_TS: F.timestamp_millis(F.lit(seq.ts_ms)),
+                },
+            ),
+            f"truncate of {source_db}.{source_table}",
         )
     version, metrics = _committed(target, commit.metadata)
     return int(metrics.get("numUpdatedRows", 0)), version is None

@@ -108,3 +108,14 @@ def test_demo_config_file_and_in_code_demo_agree() -> None:
 
     from_file = load_config(Path(__file__).parents[2] / "streaming" / "demo-config.yaml", env={})
     assert from_file.tables == demo_config(Path("/x")).tables
+
+
+def test_short_vacuum_retention_needs_an_explicit_choice() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"vacuum_retention_hours 2 is below Delta's 168 h safety check: set "
+        r"maintenance.allow_short_retention: true",
+    ):
+        parse_config({**GOOD, "maintenance": {"vacuum_retention_hours": 2}})
+    config = parse_config({**GOOD, "maintenance": {"vacuum_retention_hours": 2, "allow_short_retention": True}})
+    assert config.maintenance.vacuum_retention_hours == 2

@@ -1,0 +1,77 @@
+"""A lock file that keeps two maintenance runs apart and survives a crash of its holder.
+
+Taken with an exclusive create; it holds the holder's host, pid and start time. A lock older than
+the stale timeout, or held by a process that no longer exists on this host, is taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cdc_delta.exceptions import CdcDeltaError
+
+logger = logging.getLogger(__name__)
+
+
+class LockHeld(CdcDeltaError):
+    """Another run holds the lock and is not stale."""
+
+
+def _holder_alive(holder: dict[str, object]) -> bool:
+    if holder.get("host") != socket.gethostname():
+        return True  # cannot tell: trust the stale timeout
+    try:
+        os.kill(int(holder.get("pid", -1)), 0)  # type: ignore[call-overload]
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError):
+        return True
+    return True
+
+
+def _read(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike[str], stale_after_s: float, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the lock at ``path`` for the block; wait up to ``wait_s`` for it, else raise LockHeld."""
+    lock = Path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            with os.fdopen(fd, "w") as out:
+                json.dump(me, out)
+            break
+        except FileExistsError:
+            holder = _read(lock)
+            age = time.time() - float(holder.get("since", 0) or 0)  # type: ignore[arg-type]
+            if age > stale_after_s or not _holder_alive(holder):
+                logger.warning("taking over a stale maintenance lock %s (held by %s, %.0fs old)", lock, holder, age)
+                lock.unlink(missing_ok=True)
+                continue
+            if time.monotonic() >= deadline:
+                raise LockHeld(
+                    f"maintenance is already running (lock {lock} held by pid {holder.get('pid')} on "
+                    f"{holder.get('host')} for {age:.0f}s); this run exits without doing anything"
+                ) from None
+            time.sleep(1)
+    try:
+        yield
+    finally:
+        if _read(lock).get("pid") == me["pid"]:
+            lock.unlink(missing_ok=True)

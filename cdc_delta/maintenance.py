@@ -1,0 +1,188 @@
+"""The hourly maintenance of the replicated tables: OPTIMIZE, tombstone purge, VACUUM.
+
+Safe beside the running stream: every command is retried when it loses a write race, and a lock
+keeps two runs apart. A soft-deleted row (tombstone) is purged only when both hold:
+- its source change is older than ``maintenance.tombstone_retention_hours``;
+- the stream has read past it on every partition: its source time is before the smallest
+  per-partition source time recorded by the table's latest stream commit (an older event of the
+  same key can then no longer arrive and resurrect the row).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.exceptions import ConfigError
+from cdc_delta.lock import exclusive_lock
+from cdc_delta.retry import retry_on_conflict
+from cdc_delta.table_status import last_stream_commit
+
+logger = logging.getLogger(__name__)
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+OPTIMIZE_MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+
+
+@dataclass(frozen=True)
+class TableReport:
+    """What one maintenance run did to one table."""
+
+    table: str
+    files_before: int = 0
+    bytes_before: int = 0
+    files_after: int = 0
+    bytes_after: int = 0
+    files_compacted: int = 0
+    rows_purged: int = 0
+    purge_cutoff: str | None = None
+    files_vacuumed: int = 0
+    duration_s: float = 0.0
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """One run over every table."""
+
+    started_at: str
+    tables: list[TableReport] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+def _size(spark: SparkSession, path: str) -> tuple[int, int]:
+    row = DeltaTable.forPath(spark, path).detail().select("numFiles", "sizeInBytes").first()
+    return (int(row["numFiles"]), int(row["sizeInBytes"])) if row else (0, 0)
+
+
+def stream_watermark_ms(spark: SparkSession, path: str, app_id: str) -> int | None:
+    """The smallest per-partition source time the table's latest stream commit recorded."""
+    meta = last_stream_commit(spark, path, app_id) or {}
+    per_partition = [ts for parts in (meta.get("partition_max_source_ts_ms") or {}).values() for ts in parts.values()]
+    return min(per_partition) if per_partition else None
+
+
+def purge_cutoff(now: dt.datetime, retention_hours: float, watermark_ms: int | None) -> dt.datetime | None:
+    """Tombstones whose source change is before this instant may be purged (None: none may)."""
+    if watermark_ms is None:
+        return None
+    by_retention = now - dt.timedelta(hours=retention_hours)
+    by_stream = dt.datetime.fromtimestamp(watermark_ms / 1000, tz=dt.timezone.utc)
+    return min(by_retention, by_stream)
+
+
+def _optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
+    target = DeltaTable.forPath(spark, path)
+    zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
+    run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
+    metrics = retry_on_conflict(run, f"OPTIMIZE {table.name}").select("metrics").first()
+    return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
+
+
+def _purge(spark: SparkSession, table: TableConfig, path: str, cutoff: dt.datetime) -> int:
+    target = DeltaTable.forPath(spark, path)
+    condition = F.col(C.DELETED) & (F.col(C.SOURCE_TS) < F.lit(cutoff))
+    retry_on_conflict(lambda: target.delete(condition), f"tombstone purge of {table.name}")
+    last = target.history(1).select("operation", "operationMetrics").first()
+    if last is None or last["operation"] != "DELETE":
+        return 0
+    return int((last["operationMetrics"] or {}).get("numDeletedRows", 0))
+
+
+def _vacuum(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
+    hours = config.maintenance.vacuum_retention_hours
+    target = DeltaTable.forPath(spark, path)
+    retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {table.name}")
+    for row in target.history(5).select("operation", "operationMetrics").collect():
+        if row["operation"] == "VACUUM END":
+            return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0))
+    return 0
+
+
+def maintain_table(spark: SparkSession, config: AppConfig, table: TableConfig, now: dt.datetime) -> TableReport:
+    """OPTIMIZE, purge old tombstones, VACUUM one table; returns what it did."""
+    path = config.storage.table_path(table)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return TableReport(table.name, skipped="no table yet")
+    started = time.monotonic()
+    files_before, bytes_before = _size(spark, path)
+    compacted = _optimize(spark, config, table, path)
+    cutoff = purge_cutoff(
+        now, config.maintenance.tombstone_retention_hours, stream_watermark_ms(spark, path, config.app_id)
+    )
+    purged = _purge(spark, table, path, cutoff) if cutoff is not None else 0
+    vacuumed = _vacuum(spark, config, table, path)
+    files_after, bytes_after = _size(spark, path)
+    report = TableReport(
+        table=table.name,
+        files_before=files_before,
+        bytes_before=bytes_before,
+        files_after=files_after,
+        bytes_after=bytes_after,
+        files_compacted=compacted,
+        rows_purged=purged,
+        purge_cutoff=cutoff.isoformat() if cutoff else None,
+        files_vacuumed=vacuumed,
+        duration_s=round(time.monotonic() - started, 2),
+    )
+    logger.info(
+        "maintained %s: files %d -> %d, bytes %d -> %d, %d tombstones purged (before %s), %d files vacuumed, %.1fs",
+        table.name,
+        files_before,
+        files_after,
+        bytes_before,
+        bytes_after,
+        purged,
+        report.purge_cutoff or "nothing: no stream position yet",
+        vacuumed,
+        report.duration_s,
+    )
+    return report
+
+
+def lock_path(config: AppConfig) -> str:
+    """The lock file of maintenance runs (must be on a filesystem every runner shares)."""
+    if config.maintenance.lock_path:
+        return config.maintenance.lock_path
+    root = config.storage.root
+    if ":" in root.split("/")[0]:
+        raise ConfigError(f"storage.root {root!r} is not local: set maintenance.lock_path to a shared local path")
+    return os.path.join(root, "_cdc_maintenance.lock")
+
+
+def run_maintenance(
+    spark: SparkSession, config: AppConfig, now: dt.datetime | None = None, wait_s: float = 0.0
+) -> MaintenanceReport:
+    """Maintain every table under the maintenance lock, and write the JSON report."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    m = config.maintenance
+    if m.vacuum_retention_hours < 168:
+        logger.warning(
+            "VACUUM keeps only %.1f h of history (below Delta's 168 h check, allowed by config): "
+            "time travel and slow readers cannot go further back",
+            m.vacuum_retention_hours,
+        )
+    started = time.monotonic()
+    with exclusive_lock(lock_path(config), m.lock_stale_after_minutes * 60, wait_s):
+        spark.conf.set(RETENTION_CHECK, str(not m.allow_short_retention).lower())
+        spark.conf.set(OPTIMIZE_MAX_FILE_SIZE, str(m.target_file_size_mb * 1024 * 1024))
+        tables = [maintain_table(spark, config, table, now) for table in config.tables]
+    report = MaintenanceReport(now.isoformat(timespec="seconds"), tables, round(time.monotonic() - started, 2))
+    folder = Path(m.report_dir or os.path.join(config.storage.root, "_cdc_maintenance_reports"))
+    if ":" not in str(folder).split("/")[0]:
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+        out.write_text(json.dumps(asdict(report), indent=2) + "\n")
+        logger.info("maintenance report: %s", out)
+    return report
