@@ -25,6 +25,11 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+def is_uri(path: str) -> bool:
+    """True for ``scheme:...`` locations (s3a://, abfss://, file:/); False for local filesystem paths."""
+    return ":" in path.split("/")[0]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -95,7 +100,7 @@ class StorageConfig(_Frozen):
     def _absolute(cls, value: str | None) -> str | None:
         """Local relative paths are taken from the working directory and made absolute (Delta's
         table builder refuses relative locations); URIs (s3a://, file:/...) stay as they are."""
-        if value is None or ":" in value.split("/")[0]:
+        if value is None or is_uri(value):
             return value
         return os.path.abspath(value)
 

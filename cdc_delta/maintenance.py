@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
-from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.retry import retry_on_conflict
@@ -156,7 +156,7 @@ def lock_path(config: AppConfig) -> str:
     if config.maintenance.lock_path:
         return config.maintenance.lock_path
     root = config.storage.root
-    if ":" in root.split("/")[0]:
+    if is_uri(root):
         raise ConfigError(f"storage.root {root!r} is not local: set maintenance.lock_path to a shared local path")
     return os.path.join(root, "_cdc_maintenance.lock")
 
@@ -180,7 +180,7 @@ def run_maintenance(
         tables = [maintain_table(spark, config, table, now) for table in config.tables]
     report = MaintenanceReport(now.isoformat(timespec="seconds"), tables, round(time.monotonic() - started, 2))
     folder = Path(m.report_dir or os.path.join(config.storage.root, "_cdc_maintenance_reports"))
-    if ":" not in str(folder).split("/")[0]:
+    if not is_uri(str(folder)):
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
         out.write_text(json.dumps(asdict(report), indent=2) + "\n")
