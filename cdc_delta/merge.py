@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.commit_log import app_commits
 from cdc_delta.ordering import SEQ_FIELDS, Seq
 from cdc_delta.retry import retry_on_conflict
 
@@ -84,13 +85,9 @@ def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None,
     Looks at the last 20 commits: enough to report a replay; the transaction id guards it anyway.
     """
     identity = {k: metadata.get(k) for k in _IDENTITY}
-    for row in table.history(20).select("version", "userMetadata", "operationMetrics").collect():
-        try:
-            recorded = json.loads(row["userMetadata"] or "null")
-        except json.JSONDecodeError:
-            continue
-        if isinstance(recorded, dict) and all(recorded.get(k) == v for k, v in identity.items()):
-            return row["version"], dict(row["operationMetrics"] or {})
+    for commit in app_commits(table, limit=20):
+        if all(commit.metadata.get(k) == v for k, v in identity.items()):
+            return commit.version, commit.metrics
     return None, {}
 
 

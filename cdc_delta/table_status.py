@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -11,6 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.commit_log import app_commits
 from cdc_delta.config import AppConfig
 
 
@@ -29,14 +29,8 @@ class TableStatus:
 
 def last_stream_commit(spark: SparkSession, path: str, app_id: str) -> dict | None:
     """The metadata of the newest commit this app's stream made to the table (None if none)."""
-    for row in DeltaTable.forPath(spark, path).history(50).select("userMetadata").collect():
-        try:
-            meta = json.loads(row["userMetadata"] or "null")
-        except json.JSONDecodeError:
-            continue
-        if isinstance(meta, dict) and meta.get("app_id") == app_id:
-            return meta
-    return None
+    commit = next(app_commits(DeltaTable.forPath(spark, path), app_id, limit=50), None)
+    return commit.metadata if commit else None
 
 
 def table_status(spark: SparkSession, config: AppConfig) -> list[TableStatus]:
