@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import zoneinfo
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -112,6 +113,49 @@ class StorageConfig(_Frozen):
         return self.dead_letter_path or f"{self.root.rstrip('/')}/_cdc_dead_letters"
 
 
+class StockExportConfig(_Frozen):
+    """The full export of a table as DataX writes it: the nightly snapshot's base the first time.
+
+    Text files have no header; their fields follow the table's ``columns`` in order.
+    """
+
+    path: str
+    """A folder of export files (every file in it not starting with '.' or '_'), or a glob such as
+    ``/exports/orders/orders__*``."""
+    format: Literal["text", "parquet", "orc"] = "text"
+    """``text``: delimited lines; ``parquet``/``orc``: columns in table order (their names are ignored)."""
+    delimiter: str = "\t"
+    """Field delimiter of text files, one or more characters (``"\\t"``, ``"\\u0001"``, ``","``
+    in YAML double quotes)."""
+    null_marker: str = "\\N"
+    """A field equal to this is NULL (DataX writes ``\\N``)."""
+    compression: Literal["auto", "none", "gzip", "bzip2"] = "auto"
+    """Compression of text files; ``auto`` tells gzip and bzip2 by their first bytes."""
+    encoding: str = "utf-8"
+    """Character encoding of text files; a line that does not decode is rejected."""
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return value if is_uri(value) else os.path.abspath(value)
+
+    @field_validator("delimiter")
+    @classmethod
+    def _delimiter(cls, value: str) -> str:
+        if not value or "\n" in value or "\r" in value:
+            raise ValueError("stock.delimiter must be one or more characters other than a newline")
+        return value
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str) -> str:
+        try:
+            "".encode(value)
+        except LookupError:
+            raise ValueError(f"stock.encoding {value!r} is not an encoding Python knows (e.g. utf-8, gbk)") from None
+        return value
+
+
 class TableConfig(_Frozen):
     """One logical table: which events feed it, its key, and optionally its column types."""
 
@@ -136,6 +180,12 @@ class TableConfig(_Frozen):
     """Override of the table location; default ``<storage.root>/<db>/<table>``."""
     zorder_by: list[str] = Field(default_factory=list)
     """Columns to cluster by when maintenance runs OPTIMIZE (default: the key)."""
+    stock: StockExportConfig | None = None
+    """The table's full export (DataX), the nightly snapshot's base the first time. Without it the
+    first snapshot holds only what the stream captured (enough when Debezium's initial snapshot ran)."""
+    source_count_path: str | None = None
+    """A file holding the source table's row count at the cut-off (one integer), written by the export
+    job; ``{date}`` is replaced by the snapshot date. The snapshot report compares its count with it."""
 
     @field_validator("name")
     @classmethod
@@ -171,6 +221,15 @@ class TableConfig(_Frozen):
         _check_regex(self.source_table, "source_table")
         if not (self.topics or self.topic_pattern or self.source_table):
             raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
+        if self.stock is not None:
+            if not self.columns:
+                raise ValueError(
+                    f"table {self.name!r} has a stock export but no columns: list them in export order "
+                    "under columns: (name: type), key columns included"
+                )
+            missing = [k for k in self.key if k not in self.columns]
+            if missing:
+                raise ValueError(f"table {self.name!r}: key column(s) {missing} missing from columns")
         return self
 
 
@@ -211,6 +270,61 @@ class MaintenanceConfig(_Frozen):
         return self
 
 
+class SnapshotConfig(_Frozen):
+    """The nightly snapshot: Delta tables plus the stock export, published as Hive partitions."""
+
+    database: str = "ods"
+    """Hive database of the snapshot tables (``<database>.<table name without its db>``)."""
+    tables: list[str] = Field(default_factory=list)
+    """Tables to snapshot (logical names); default: every table whose key does not include the shard
+    (``key_includes_source`` tables have no shard columns in a stock export and are not supported)."""
+    metastore_uri: str | None = None
+    """Thrift URI of the Hive metastore (production); unset: an embedded Derby metastore in
+    ``metastore_dir`` (one process at a time)."""
+    metastore_dir: str | None = None
+    """Folder of the embedded Derby metastore; default ``<storage.root>/_cdc_metastore``."""
+    warehouse_dir: str | None = None
+    """Where the snapshot tables' files live; default ``<storage.root>/_cdc_warehouse``."""
+    time_zone: str = "UTC"
+    """The day of ``--date`` ends at midnight in this time zone: that is the cut-off."""
+    wait_minutes: float = Field(default=0, ge=0)
+    """How long to wait for the stream to pass the cut-off before giving up (0: check once)."""
+    poll_seconds: float = Field(default=30, gt=0)
+    """How often to check again while waiting."""
+    idle_grace_minutes: float = Field(default=15, ge=0)
+    """A Kafka partition with nothing left to read counts as past the cut-off once this long has gone
+    by since the cut-off (a quiet table sends no later event to prove it)."""
+    max_rejects: int = Field(default=0, ge=0)
+    """Rejected stock lines tolerated per table; more fail the run (nothing is published)."""
+    log_path: str | None = None
+    """Delta table recording every published snapshot; default ``<storage.root>/_cdc_snapshots``."""
+    report_dir: str | None = None
+    """JSON report of each run and rejected stock lines; default ``<storage.root>/_cdc_snapshot_reports``."""
+    lock_path: str | None = None
+    """Lock file keeping two snapshot runs apart; default ``<storage.root>/_cdc_snapshot.lock``."""
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        if not _IDENTIFIER.fullmatch(value):
+            raise ValueError(f"snapshot.database {value!r} must be a plain identifier")
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"snapshot.time_zone {value!r} is not an IANA time zone (e.g. Asia/Shanghai)") from None
+        return value
+
+    @field_validator("metastore_dir", "warehouse_dir", "log_path", "report_dir", "lock_path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        return value if value is None or is_uri(value) else os.path.abspath(value)
+
+
 class AppConfig(_Frozen):
     """The whole configuration file."""
 
@@ -227,6 +341,7 @@ class AppConfig(_Frozen):
     """What a TRUNCATE (op ``t``) does: soft-delete every row of that source table written before it,
     skip it (counted), or park it in the dead letters for a person to decide."""
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
     type widening. Off: such a change stops the table like any other incompatible change."""
@@ -249,6 +364,37 @@ class AppConfig(_Frozen):
                 raise ValueError(f"table {table.name!r} is listed twice; each logical table once")
             seen.add(table.name)
         return value
+
+    @model_validator(mode="after")
+    def _snapshot_tables(self) -> AppConfig:
+        names = {t.name for t in self.tables}
+        unknown = [n for n in self.snapshot.tables if n not in names]
+        if unknown:
+            raise ValueError(f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}")
+        sharded = [t.name for t in self.tables if t.key_includes_source and t.name in self.snapshot.tables]
+        if sharded:
+            raise ValueError(
+                f"snapshot.tables lists {sharded}, whose key includes the shard (key_includes_source): the "
+                "nightly snapshot does not support those tables; leave them out"
+            )
+        short = [t.name.split(".")[-1] for t in self.snapshot_tables()]
+        clashes = sorted({n for n in short if short.count(n) > 1})
+        if clashes:
+            raise ValueError(
+                f"snapshot tables would share Hive names {self.snapshot.database}.{clashes}: list only one table "
+                "per name under snapshot.tables"
+            )
+        return self
+
+    def snapshot_tables(self) -> list[TableConfig]:
+        """The tables the nightly snapshot publishes."""
+        if self.snapshot.tables:
+            return [t for t in self.tables if t.name in self.snapshot.tables]
+        return [t for t in self.tables if not t.key_includes_source]
+
+    def under_root(self, configured: str | None, name: str) -> str:
+        """``configured`` if set, else ``<storage.root>/<name>``."""
+        return configured or f"{self.storage.root.rstrip('/')}/{name}"
 
     def table(self, name: str) -> TableConfig:
         for table in self.tables:

@@ -33,3 +33,11 @@ class ConnectorNotFound(ConnectorError):
 
 class ConnectorConflict(ConnectorError):
     """Kafka Connect is rebalancing or the connector is being changed by someone else."""
+
+
+class SnapshotError(CdcDeltaError):
+    """The nightly snapshot cannot be built or published as asked; nothing was published."""
+
+
+class NotReady(CdcDeltaError):
+    """The stream has not passed the snapshot's cut-off yet; nothing was touched. Retry later."""

@@ -45,8 +45,11 @@ def _read(path: Path) -> dict[str, object]:
 
 
 @contextmanager
-def exclusive_lock(path: str | os.PathLike[str], stale_after_s: float, wait_s: float = 0.0) -> Iterator[None]:
-    """Hold the lock at ``path`` for the block; wait up to ``wait_s`` for it, else raise LockHeld."""
+def exclusive_lock(
+    path: str | os.PathLike[str], stale_after_s: float, wait_s: float = 0.0, what: str = "maintenance"
+) -> Iterator[None]:
+    """Hold the lock at ``path`` for the block; wait up to ``wait_s`` for it, else raise LockHeld.
+    ``what`` names the job in messages."""
     lock = Path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
     me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
@@ -61,12 +64,12 @@ def exclusive_lock(path: str | os.PathLike[str], stale_after_s: float, wait_s: f
             holder = _read(lock)
             age = time.time() - float(holder.get("since", 0) or 0)  # type: ignore[arg-type]
             if age > stale_after_s or not _holder_alive(holder):
-                logger.warning("taking over a stale maintenance lock %s (held by %s, %.0fs old)", lock, holder, age)
+                logger.warning("taking over a stale %s lock %s (held by %s, %.0fs old)", what, lock, holder, age)
                 lock.unlink(missing_ok=True)
                 continue
             if time.monotonic() >= deadline:
                 raise LockHeld(
-                    f"maintenance is already running (lock {lock} held by pid {holder.get('pid')} on "
+                    f"{what} is already running (lock {lock} held by pid {holder.get('pid')} on "
                     f"{holder.get('host')} for {age:.0f}s); this run exits without doing anything"
                 ) from None
             time.sleep(1)

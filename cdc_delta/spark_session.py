@@ -6,6 +6,7 @@ import glob
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -47,9 +48,11 @@ def jars_dir(config: SparkConfig) -> Path:
     return checkout if checkout.is_dir() else Path(DEFAULT_JARS_DIR)
 
 
-def session_conf(config: SparkConfig) -> dict[str, str]:
-    """Every Spark setting the session is built with (without building it)."""
+def session_conf(config: SparkConfig, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every Spark setting the session is built with (without building it); ``extra`` (the Hive
+    metastore of the snapshot job) comes before the config's own ``spark.conf``, which wins."""
     conf = dict(BASE_CONF)
+    conf.update(extra or {})
     conf["spark.sql.shuffle.partitions"] = str(config.shuffle_partitions)
     conf["spark.databricks.delta.snapshotPartitions"] = str(config.shuffle_partitions)
     folder = jars_dir(config)
@@ -68,7 +71,7 @@ def session_conf(config: SparkConfig) -> dict[str, str]:
     return conf
 
 
-def build_session(config: SparkConfig) -> SparkSession:
+def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -> SparkSession:
     """Build (or join) the SparkSession. Static settings only apply to the first session of a process."""
     builder = SparkSession.builder.appName(config.app_name)
     if config.master and config.master.startswith("local"):
@@ -76,7 +79,7 @@ def build_session(config: SparkConfig) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if config.master:
         builder = builder.master(config.master)
-    for key, value in session_conf(config).items():
+    for key, value in session_conf(config, extra).items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()

@@ -21,14 +21,28 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    from cdc_delta.config import SparkConfig
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from cdc_delta.config import SparkConfig, parse_config
+    from cdc_delta.hive_publish import metastore_conf
     from cdc_delta.spark_session import build_session
 
+    # Hive support with an embedded Derby metastore of this test run (the snapshot tests publish to it;
+    # each uses its own database).
+    hive_root = tmp_path_factory.mktemp("hive")
+    hive = metastore_conf(
+        parse_config(
+            {
+                "app_id": "tests",
+                "storage": {"root": str(hive_root)},
+                "tables": [{"name": "t", "topics": ["t"], "key": ["id"]}],
+            }
+        )
+    )
     session = build_session(
         SparkConfig(
             master="local[2]", shuffle_partitions=2, app_name="cdc-delta-tests", conf={"spark.ui.enabled": "false"}
-        )
+        ),
+        hive,
     )
     yield session
     session.stop()

@@ -4,25 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DateType, DecimalType, TimestampType
 
 COMPARED_METADATA = ("_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table")
 
 
-def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """(business columns, rows) with decimals and dates as text, timestamps as epoch micros."""
-    df = spark.read.format("delta").load(path)
-    business = [f for f in df.schema.fields if not f.name.startswith("_cdc_")]
+def canonical_columns(df: DataFrame) -> list[Column]:
+    """The business columns of ``df`` with decimals and dates as text, timestamps as epoch micros."""
     cols = []
-    for f in business:
+    for f in df.schema.fields:
+        if f.name.startswith("_cdc_"):
+            continue
         c = F.col(f"`{f.name}`")
         if isinstance(f.dataType, (DecimalType, DateType)):
             c = c.cast("string")
         elif isinstance(f.dataType, TimestampType):
             c = F.unix_micros(c)
         cols.append(c.alias(f.name))
+    return cols
+
+
+def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """(business columns, rows) with decimals and dates as text, timestamps as epoch micros."""
+    df = spark.read.format("delta").load(path)
+    business = [f for f in df.schema.fields if not f.name.startswith("_cdc_")]
+    cols = canonical_columns(df)
     rows = []
     for r in df.select(*cols, *COMPARED_METADATA).collect():
         row = r.asDict()

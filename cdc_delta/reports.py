@@ -1,0 +1,25 @@
+"""The JSON report every job run writes next to its one-line log summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from cdc_delta.config import is_uri
+
+logger = logging.getLogger(__name__)
+
+
+def write_report(folder: str, name: str, payload: dict[str, Any]) -> Path | None:
+    """Write ``<folder>/<name>.json``; a folder on object storage is skipped with a log line (the
+    report is in the log too). Returns the file written."""
+    if is_uri(folder):
+        logger.info("report folder %s is not local: report not written (it is in the log above)", folder)
+        return None
+    out = Path(folder) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    logger.info("report: %s", out)
+    return out
