@@ -24,6 +24,7 @@ EPILOG = """\
 examples:
   cdc-delta demo                               apply generated Debezium events to local Delta tables
   cdc-delta check-config --config cdc.yaml     validate a config file and print what it resolves to
+  cdc-delta snapshot --config cdc.yaml        publish yesterday's Hive partition (nightly)
   cdc-delta sql --config cdc.yaml "SELECT count(*) FROM inventory.orders WHERE NOT _cdc_deleted"
 
 Config: one YAML file (see streaming/example-config.yaml); any field can be overridden with an
@@ -224,6 +225,47 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_NOT_READY = 75
+"""EX_TEMPFAIL: the snapshot's input is not complete yet (or another run holds the lock); retry later."""
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import zoneinfo
+
+    from cdc_delta.exceptions import NotReady
+    from cdc_delta.hive_publish import metastore_conf
+    from cdc_delta.lock import LockHeld
+    from cdc_delta.snapshot import kafka_positions_of, run_snapshot
+    from cdc_delta.spark_session import build_session
+
+    config = load_config(args.config)
+    if args.date:
+        try:
+            day = dt.date.fromisoformat(args.date)
+        except ValueError:
+            raise CdcDeltaError(f"--date {args.date!r} is not a date: use YYYY-MM-DD, e.g. 2026-03-01") from None
+    else:
+        day = dt.datetime.now(zoneinfo.ZoneInfo(config.snapshot.time_zone)).date() - dt.timedelta(days=1)
+    positions = (lambda: None) if args.skip_kafka_check else kafka_positions_of(config)
+    spark = build_session(config.spark, metastore_conf(config))
+    try:
+        report = run_snapshot(spark, config, day, positions, from_stock=args.from_stock, wait_minutes=args.wait)
+    except (NotReady, LockHeld) as exc:
+        print(f"cdc-delta snapshot: {exc}", file=sys.stderr)
+        return EXIT_NOT_READY
+    for t in report.tables:
+        source = (
+            f", source count {t.source_count} (difference {t.count_difference})" if t.source_count is not None else ""
+        )
+        print(
+            f"{t.hive_table} dt={report.date}: {t.rows} rows from {t.base} ({t.base_rows}) + Delta v{t.delta_version} "
+            f"({t.changed_keys} changed keys, {t.deletes_applied} deletes applied){source}"
+        )
+    print(f"snapshot {report.date} published at stream batch {report.batch_id} in {report.duration_s}s")
+    return 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for table in config.tables:
@@ -293,6 +335,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait", type=float, default=0, help="seconds to wait for a running maintenance to finish (default: exit)"
     )
     maintain.set_defaults(func=cmd_maintain)
+
+    snapshot = sub.add_parser(
+        "snapshot",
+        help="nightly: publish the Delta tables plus the stock export as Hive partition dt=DATE",
+        description=(
+            "Publish partition dt=DATE of <snapshot.database>.<table> for every snapshot table: the previous "
+            "snapshot (or the stock export the first time) with the Delta table's changes up to the end of DATE. "
+            f"Exits {EXIT_NOT_READY} without touching anything when the stream has not passed the end of DATE on "
+            "every Kafka partition yet (or another snapshot run is going): run it again later."
+        ),
+    )
+    snapshot.add_argument("--config", required=True, help="path to the YAML config")
+    snapshot.add_argument("--date", help="the day to publish, YYYY-MM-DD (default: yesterday in snapshot.time_zone)")
+    snapshot.add_argument(
+        "--wait", type=float, help="minutes to wait for the stream to pass the cut-off (default: snapshot.wait_minutes)"
+    )
+    snapshot.add_argument(
+        "--from-stock", action="store_true", help="start from the stock export instead of the previous snapshot"
+    )
+    snapshot.add_argument(
+        "--skip-kafka-check",
+        action="store_true",
+        help="judge readiness from the Delta commits alone, without asking Kafka (quiet partitions never pass)",
+    )
+    snapshot.set_defaults(func=cmd_snapshot)
 
     replay = sub.add_parser(
         "replay-dead-letters",

@@ -25,6 +25,7 @@ import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from confluent_kafka import KafkaException
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +37,7 @@ from cdc_delta.commit_log import AppCommit, app_commits
 from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
 from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
+from cdc_delta.kafka_offsets import partition_lag
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.readiness import KafkaPosition, Partition, Readiness, batch_positions, check_readiness, table_version
 from cdc_delta.reports import write_report
@@ -147,6 +149,24 @@ def stream_commits(spark: SparkSession, config: AppConfig) -> dict[str, list[App
         if DeltaTable.isDeltaTable(spark, path):
             out[table.name] = list(app_commits(DeltaTable.forPath(spark, path), config.app_id, HISTORY_LIMIT))
     return out
+
+
+def kafka_positions_of(config: AppConfig) -> KafkaPositions:
+    """Reads, per partition of the subscribed topics, the end offset and the stream's group offset."""
+
+    def read() -> dict[Partition, KafkaPosition]:
+        kafka = config.kafka
+        try:
+            lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+        except KafkaException as exc:
+            raise SnapshotError(
+                f"cannot reach Kafka at {kafka.bootstrap_servers} to check readiness: {exc}. "
+                "Fix kafka.bootstrap_servers, or pass --skip-kafka-check to judge from the Delta commits alone "
+                "(quiet partitions never pass then)"
+            ) from None
+        return {(p.topic, p.partition): KafkaPosition(p.end, p.committed) for p in lags}
+
+    return read
 
 
 def wait_until_ready(

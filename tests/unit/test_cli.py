@@ -49,3 +49,13 @@ def test_missing_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
+
+
+def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["snapshot", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "Exits 75 without touching anything" in out and "--from-stock" in out
+    assert main(["snapshot", "--config", EXAMPLE, "--date", "2026-02-30"]) == 2
+    assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err

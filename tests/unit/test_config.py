@@ -49,6 +49,20 @@ def test_a_good_config_resolves_paths() -> None:
         ({**GOOD, "tables": GOOD["tables"] * 2}, r"is listed twice"),
         ({**GOOD, "kafka": {"topics": ["a"], "topic_pattern": "b.*"}}, r"either kafka\.topics or kafka\.topic_pattern"),
         ({**GOOD, "spark": {"shuffle_partitions": 0}}, r"spark\.shuffle_partitions: Input should be greater than 0"),
+        (with_table(stock={"path": "/x"}), r"has a stock export but no columns: list them in export order"),
+        (with_table(columns={"qty": "int"}, stock={"path": "/x"}), r"key column\(s\) \['id'\] missing from columns"),
+        (with_table(columns={"id": "int"}, stock={"path": "/x", "delimiter": "\n"}), r"stock\.delimiter must be"),
+        (with_table(columns={"id": "int"}, stock={"path": "/x", "encoding": "klingon"}), r"not an encoding Python"),
+        ({**GOOD, "snapshot": {"time_zone": "Mars/Olympus"}}, r"snapshot\.time_zone 'Mars/Olympus' is not an IANA"),
+        ({**GOOD, "snapshot": {"tables": ["inventory.order"]}}, r"snapshot\.tables names unknown table"),
+        (
+            {**with_table(key_includes_source=True), "snapshot": {"tables": ["inventory.orders"]}},
+            r"whose key includes the shard",
+        ),
+        (
+            {**GOOD, "tables": [GOOD["tables"][0], {**GOOD["tables"][0], "name": "shop.orders"}]},
+            r"would share Hive names",
+        ),
     ],
 )
 def test_bad_configs_name_the_field_and_the_fix(data: dict, message: str) -> None:
@@ -119,3 +133,21 @@ def test_short_vacuum_retention_needs_an_explicit_choice() -> None:
         parse_config({**GOOD, "maintenance": {"vacuum_retention_hours": 2}})
     config = parse_config({**GOOD, "maintenance": {"vacuum_retention_hours": 2, "allow_short_retention": True}})
     assert config.maintenance.vacuum_retention_hours == 2
+
+
+def test_snapshot_defaults_and_stock_settings() -> None:
+    config = parse_config(
+        {
+            **GOOD,
+            "tables": [
+                {**GOOD["tables"][0], "columns": {"id": "bigint"}, "stock": {"path": "exports/orders"}},
+                {"name": "shop.items", "topics": ["t"], "key": ["id"], "key_includes_source": True},
+            ],
+        }
+    )
+    stock = config.tables[0].stock
+    assert stock is not None and stock.delimiter == "\t" and stock.null_marker == "\\N" and stock.format == "text"
+    assert stock.path == str(Path.cwd() / "exports/orders")
+    assert config.snapshot.database == "ods" and config.snapshot.time_zone == "UTC"
+    # Tables whose key includes the shard are left out by default (a stock export has no shard).
+    assert [t.name for t in config.snapshot_tables()] == ["inventory.orders"]
