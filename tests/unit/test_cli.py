@@ -55,7 +55,7 @@ def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exit_info:
         main(["snapshot", "--help"])
     assert exit_info.value.code == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "Exits 75 without touching anything" in out and "--from-stock" in out
     assert main(["snapshot", "--config", EXAMPLE, "--date", "2026-02-30"]) == 2
     assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err
