@@ -24,6 +24,12 @@ def _consumer(bootstrap: str, group: str) -> Consumer:
     )
 
 
+def _retriable(exc: KafkaException) -> bool:
+    """A coordinator still loading or moving (as on a new broker) answers again shortly."""
+    error = exc.args[0] if exc.args else None
+    return bool(getattr(error, "retriable", lambda: False)()) or "COORDINATOR" in str(exc)
+
+
 def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str, int]], attempts: int = 6) -> bool:
     """Commit ``max processed offset + 1`` per partition to ``group``. Best effort: retriable errors
     (a coordinator still loading, as on a new broker) are retried with backoff; a failure is logged,
@@ -36,9 +42,7 @@ def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str
                 consumer.commit(offsets=parts, asynchronous=False)
                 return True
             except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                retriable = getattr(error, "retriable", lambda: False)() or "COORDINATOR" in str(exc)
-                if not retriable or attempt == attempts:
+                if not _retriable(exc) or attempt == attempts:
                     logger.warning(
                         "could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, exc
                     )
@@ -63,8 +67,22 @@ class PartitionLag:
         return None if self.committed is None else max(0, self.end - self.committed)
 
 
-def partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
-    """Per partition of the subscribed topics: end offset, the group's committed offset, lag."""
+def partition_lag(
+    bootstrap: str, group: str, topics: list[str], pattern: str | None, attempts: int = 6
+) -> list[PartitionLag]:
+    """Per partition of the subscribed topics: end offset, the group's committed offset, lag.
+    Retriable errors (a coordinator still loading) are retried with backoff, then raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _partition_lag(bootstrap, group, topics, pattern)
+        except KafkaException as exc:
+            if not _retriable(exc) or attempt == attempts:
+                raise
+            time.sleep(0.5 * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
+
+
+def _partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
     consumer = _consumer(bootstrap, group)
     try:
         metadata = consumer.list_topics(timeout=10)
