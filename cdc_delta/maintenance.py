@@ -1,11 +1,13 @@
 """The hourly maintenance of the replicated tables: OPTIMIZE, tombstone purge, VACUUM.
 
 Safe beside the running stream: every command is retried when it loses a write race, and a lock
-keeps two runs apart. A soft-deleted row (tombstone) is purged only when both hold:
+keeps two runs apart. A soft-deleted row (tombstone) is purged only when all hold:
 - its source change is older than ``maintenance.tombstone_retention_hours``;
 - the stream has read past it on every partition: its source time is before the smallest
   per-partition source time recorded by the table's latest stream commit (an older event of the
-  same key can then no longer arrive and resurrect the row).
+  same key can then no longer arrive and resurrect the row);
+- where the table has nightly snapshots (a stock export, or a snapshot published), a published
+  snapshot has absorbed it: its source time is before that snapshot's cut-off.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.retry import retry_on_conflict
+from cdc_delta.snapshot import absorbed_before
 from cdc_delta.table_status import last_stream_commit
 
 logger = logging.getLogger(__name__)
@@ -73,13 +75,36 @@ def stream_watermark_ms(spark: SparkSession, path: str, app_id: str) -> int | No
     return min(per_partition) if per_partition else None
 
 
-def purge_cutoff(now: dt.datetime, retention_hours: float, watermark_ms: int | None) -> dt.datetime | None:
-    """Tombstones whose source change is before this instant may be purged (None: none may)."""
-    if watermark_ms is None:
+def purge_cutoff(
+    now: dt.datetime,
+    retention_hours: float,
+    watermark_ms: int | None,
+    snapshot_required: bool = False,
+    absorbed_before: dt.datetime | None = None,
+) -> dt.datetime | None:
+    """Tombstones whose source change is before this instant may be purged (None: none may).
+
+    With ``snapshot_required`` only those a published snapshot absorbed (before its cut-off) may go:
+    the next snapshot starts from that one (or from the stock export), and a purged tombstone would
+    bring the deleted row back.
+    """
+    if watermark_ms is None or (snapshot_required and absorbed_before is None):
         return None
     by_retention = now - dt.timedelta(hours=retention_hours)
     by_stream = dt.datetime.fromtimestamp(watermark_ms / 1000, tz=dt.timezone.utc)
-    return min(by_retention, by_stream)
+    return min(by_retention, by_stream, *([absorbed_before] if snapshot_required and absorbed_before else []))
+
+
+def snapshot_condition(spark: SparkSession, config: AppConfig, table: TableConfig) -> tuple[bool, dt.datetime | None]:
+    """(whether purging waits for the nightly snapshot, the latest published snapshot's cut-off).
+
+    It waits when the table is a snapshot table with a stock export (the first snapshot starts from
+    it) or with a snapshot already published (the next one starts from that).
+    """
+    if table.name not in {t.name for t in config.snapshot_tables()}:
+        return False, None
+    absorbed = absorbed_before(spark, config, table.name)
+    return table.stock is not None or absorbed is not None, absorbed
 
 
 def _optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
@@ -91,13 +116,14 @@ def _optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: 
 
 
 def _purge(spark: SparkSession, table: TableConfig, path: str, cutoff: dt.datetime) -> int:
-    target = DeltaTable.forPath(spark, path)
-    condition = F.col(C.DELETED) & (F.col(C.SOURCE_TS) < F.lit(cutoff))
-    retry_on_conflict(lambda: target.delete(condition), f"tombstone purge of {table.name}")
-    last = target.history(1).select("operation", "operationMetrics").first()
-    if last is None or last["operation"] != "DELETE":
-        return 0
-    return int((last["operationMetrics"] or {}).get("numDeletedRows", 0))
+    """Delete the tombstones before ``cutoff``; returns how many (from the DELETE's own result, not
+    the history, where a concurrent stream commit may be newest)."""
+    micros = round(cutoff.timestamp() * 1_000_000)
+    statement = (
+        f"DELETE FROM {C.delta_path_identifier(path)} WHERE {C.DELETED} AND {C.SOURCE_TS} < timestamp_micros({micros})"
+    )
+    result = retry_on_conflict(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}")
+    return int(result["num_affected_rows"]) if result else 0
 
 
 def _vacuum(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
@@ -118,9 +144,9 @@ def maintain_table(spark: SparkSession, config: AppConfig, table: TableConfig, n
     started = time.monotonic()
     files_before, bytes_before = _size(spark, path)
     compacted = _optimize(spark, config, table, path)
-    cutoff = purge_cutoff(
-        now, config.maintenance.tombstone_retention_hours, stream_watermark_ms(spark, path, config.app_id)
-    )
+    required, absorbed = snapshot_condition(spark, config, table)
+    watermark = stream_watermark_ms(spark, path, config.app_id)
+    cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
     purged = _purge(spark, table, path, cutoff) if cutoff is not None else 0
     vacuumed = _vacuum(spark, config, table, path)
     files_after, bytes_after = _size(spark, path)
@@ -144,7 +170,8 @@ def maintain_table(spark: SparkSession, config: AppConfig, table: TableConfig, n
         bytes_before,
         bytes_after,
         purged,
-        report.purge_cutoff or "nothing: no stream position yet",
+        report.purge_cutoff
+        or ("nothing: no stream position yet" if watermark is None else "nothing: no published snapshot yet"),
         vacuumed,
         report.duration_s,
     )

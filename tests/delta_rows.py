@@ -50,3 +50,19 @@ def batch_ids_per_commit(spark: SparkSession, path: str) -> list[int]:
 
     history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
     return [json.loads(r["userMetadata"])["batch_id"] for r in history.select("userMetadata").collect()]
+
+
+def arrow_rows(location: str) -> list[dict[str, Any]]:
+    """The Parquet files at ``location`` read by pyarrow (not Spark), in the oracle's canonical forms."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from tests.oracle import canonical
+
+    table = pq.read_table(location.removeprefix("file:"))
+    rows = [
+        {k: canonical(v.replace(tzinfo=None) if isinstance(v, dt.datetime) else v) for k, v in r.items()}
+        for r in table.to_pylist()
+    ]
+    return sorted(rows, key=repr)

@@ -12,7 +12,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from cdc_delta import hive_publish
@@ -21,8 +20,9 @@ from cdc_delta.config import AppConfig, parse_config
 from cdc_delta.demo import kafka_frame
 from cdc_delta.exceptions import NotReady, SnapshotError
 from cdc_delta.generator import ORDER_COLUMNS, SourceTable, envelope
+from cdc_delta.maintenance import run_maintenance
 from cdc_delta.snapshot import published, run_snapshot
-from tests.delta_rows import canonical_columns
+from tests.delta_rows import arrow_rows, canonical_columns
 from tests.oracle import canonical
 
 pytestmark = pytest.mark.spark
@@ -50,7 +50,7 @@ def topic(source: SourceTable) -> str:
     return f"srv.{source.db}.{source.table}"
 
 
-def make_config(root: Path, database: str, **snapshot: Any) -> AppConfig:
+def make_config(root: Path, database: str, maintenance: dict[str, Any] | None = None, **snapshot: Any) -> AppConfig:
     return parse_config(
         {
             "app_id": "snap",
@@ -65,6 +65,7 @@ def make_config(root: Path, database: str, **snapshot: Any) -> AppConfig:
                 }
             ],
             "snapshot": {"database": database, **snapshot},
+            "maintenance": maintenance or {},
         }
     )
 
@@ -170,19 +171,6 @@ def spark_rows(spark: Any, config: AppConfig, day: dt.date) -> list[dict[str, An
     table = hive_publish.hive_table(config, config.tables[0])
     df = spark.table(table).where(f"dt = '{day}'").drop("dt")
     return sorted((r.asDict() for r in df.select(*canonical_columns(df)).collect()), key=repr)
-
-
-def arrow_rows(location: str) -> list[dict[str, Any]]:
-    """The partition's Parquet files read by pyarrow (not Spark), in the same canonical forms."""
-    table = pq.read_table(location.removeprefix("file:"))
-    out = []
-    for r in table.to_pylist():
-        r["amount"] = format(r["amount"], "f") if r["amount"] is not None else None
-        r["order_date"] = r["order_date"].isoformat() if r["order_date"] is not None else None
-        if r["updated_at"] is not None:
-            r["updated_at"] = canonical(r["updated_at"].replace(tzinfo=None))
-        out.append(r)
-    return sorted(out, key=repr)
 
 
 def apply(spark: Any, processor: BatchProcessor, world: World, start: int, batch_id: int, size: int = 25) -> int:
@@ -307,3 +295,39 @@ def test_stock_rejects_past_the_threshold_fail_the_run_and_are_kept(spark, tmp_p
     ]
     assert all(r["file"].endswith("orders__0001") for r in rejects)
     assert not spark.catalog.databaseExists("ods_rejects")
+
+
+def test_tombstones_are_purged_only_once_a_published_snapshot_absorbed_them(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path, "ods_purge", maintenance={"tombstone_retention_hours": 0})
+    world = World(seed=3)
+    write_stock(tmp_path, world.stock)
+    processor = BatchProcessor(config)
+    for n in range(3):
+        world.day(n, 30 if n < 2 else 0)
+    apply(spark, processor, world, 0, 0)
+    path = config.storage.table_path(config.tables[0])
+    later = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)  # every tombstone is past the retention
+
+    def tombstones() -> list[tuple[int, dt.datetime]]:
+        rows = spark.read.format("delta").load(path).where("_cdc_deleted").select("id", "_cdc_source_ts").collect()
+        return sorted((r["id"], r["_cdc_source_ts"]) for r in rows)
+
+    before = tombstones()
+    # The stock export is configured, so the first snapshot will start from it: nothing may go yet.
+    report = run_maintenance(spark, config, now=later)
+    assert report.tables[0].rows_purged == 0 and report.tables[0].purge_cutoff is None
+    assert tombstones() == before
+
+    first = run_snapshot(spark, config, DAY0, lambda: None)
+    report = run_maintenance(spark, config, now=later)
+    midnight = dt.datetime(2026, 3, 2)
+    absorbed = [t for t in before if t[1] < midnight]
+    assert absorbed and len(absorbed) < len(before)
+    assert report.tables[0].rows_purged == len(absorbed)
+    assert report.tables[0].purge_cutoff == "2026-03-02T00:00:00+00:00"
+    assert tombstones() == [t for t in before if t[1] >= midnight]
+    # The next snapshot starts from the first: the purged deletes stay deleted.
+    second = run_snapshot(spark, config, DAY0 + dt.timedelta(days=1), lambda: None)
+    assert second.tables[0].base == "snapshot dt=2026-03-01"
+    assert spark_rows(spark, config, DAY0 + dt.timedelta(days=1)) == world.expected(second.positions)
+    assert first.tables[0].deletes_applied > 0
