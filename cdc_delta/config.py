@@ -294,6 +294,10 @@ class SnapshotConfig(_Frozen):
     idle_grace_minutes: float = Field(default=15, ge=0)
     """A Kafka partition with nothing left to read counts as past the cut-off once this long has gone
     by since the cut-off (a quiet table sends no later event to prove it)."""
+    full_check: bool = False
+    """Also check key uniqueness over the whole written snapshot (a shuffle of every key). Without it
+    uniqueness follows from its parts: the Delta side is checked, stock rows are deduplicated, and a
+    previous snapshot must still read the row count it was published with."""
     max_rejects: int = Field(default=0, ge=0)
     """Rejected stock lines tolerated per table; more fail the run (nothing is published)."""
     log_path: str | None = None

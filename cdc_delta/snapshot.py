@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import KafkaException
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
@@ -209,21 +209,55 @@ def _aligned(base: DataFrame, delta: DataFrame | None) -> DataFrame:
     return base.select(*cols, *extra)
 
 
-def union_rows(base: DataFrame | None, delta: DataFrame | None, key: list[str]) -> DataFrame:
+@dataclass(frozen=True)
+class Union:
+    """The snapshot's rows, and what the pass that writes them counts (read after the write)."""
+
+    rows: DataFrame
+    counted: Observation
+    """``rows``: the snapshot's row count."""
+    base_counted: Observation | None = None
+    """``base_rows`` and ``deletes_applied``, where there is a base and a Delta side."""
+
+    def count(self, name: str) -> int:
+        if name == "rows":
+            return int(self.counted.get["rows"])
+        return int(self.base_counted.get[name]) if self.base_counted else 0
+
+
+_DELTA_DELETED = "_cdc_delta_deleted"
+
+
+def union_rows(base: DataFrame | None, delta: DataFrame | None, key: list[str]) -> Union:
     """Per key the Delta row wins over the base row; keys deleted in Delta are dropped.
 
     ``delta`` holds the business columns and ``_cdc_deleted``; the result has the business columns.
+    The counts come from the same pass that writes the rows: no extra scan of the base.
     """
+    counted = Observation("snapshot_rows")
+    rows_count = F.count(F.lit(1)).alias("rows")
     if delta is None:
         if base is None:
             raise SnapshotError("nothing to union: no base and no Delta table")
-        return base
+        return Union(base.observe(counted, rows_count), counted)
     live = delta.where(~F.col(C.DELETED)).drop(C.DELETED)
     if base is None:
-        return live
-    base = _aligned(base, live)
-    kept = base.join(delta.select(*key), on=key, how="left_anti")
-    return kept.unionByName(live, allowMissingColumns=True)
+        return Union(live.observe(counted, rows_count), counted)
+    marks = delta.select(*key, F.col(C.DELETED).alias(_DELTA_DELETED))
+    in_delta = F.col(_DELTA_DELETED).isNotNull()
+    base_counted = Observation("snapshot_base")
+    joined = (
+        _aligned(base, live)
+        .join(marks, on=key, how="left")
+        .observe(
+            base_counted,
+            F.count(F.lit(1)).alias("base_rows"),
+            F.count(F.when(in_delta & F.col(_DELTA_DELETED), 1)).alias("deletes_applied"),
+        )
+    )
+    kept = joined.where(~in_delta).drop(_DELTA_DELETED)
+    union = kept.unionByName(live, allowMissingColumns=True)
+    return Union(union.observe(counted, rows_count), counted, base_counted)
 
 
 def _delta_side(spark: SparkSession, config: AppConfig, table: TableConfig, version: int | None) -> DataFrame | None:
@@ -254,6 +288,16 @@ def _source_count(spark: SparkSession, table: TableConfig, day: str) -> int | No
             f"source count file {path} of {table.name} is missing or does not hold one integer: "
             f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
         ) from None
+
+
+@dataclass(frozen=True)
+class _Base:
+    rows: DataFrame | None
+    kind: str
+    """``stock``, ``snapshot dt=<day>`` or ``none``."""
+    expected_rows: int | None = None
+    """The row count the base was published with (a previous snapshot)."""
+    rejects: int = 0
 
 
 @dataclass
@@ -290,71 +334,93 @@ class _Run:
             )
         return rows, count
 
-    def _base(self, table: TableConfig) -> tuple[DataFrame | None, str, int]:
-        """(base rows, what they are, stock rejects)."""
-        earlier = [r for r in published(self.spark, self.config, table.name) if r["dt"] < self.day]
+    def _base(self, table: TableConfig, earlier: list[Row]) -> _Base:
+        """The latest snapshot before the day, else the stock export, else nothing."""
         if earlier and not self.from_stock:
             last = earlier[-1]
-            return self.spark.read.parquet(last["location"]), f"snapshot dt={last['dt']}", 0
+            return _Base(self.spark.read.parquet(last["location"]), f"snapshot dt={last['dt']}", last["rows"])
         if table.stock is not None:
             rows, rejects = self._stock_base(table)
-            return rows, "stock", rejects
-        return None, "none", 0
+            return _Base(rows, "stock", rejects=rejects)
+        return _Base(None, "none")
 
     def publish(self, table: TableConfig) -> TableSnapshot | None:
         started = time.monotonic()
         spark, config = self.spark, self.config
         version = table_version(self.commits.get(table.name, []), self.readiness.batch_id)
         delta = _delta_side(spark, config, table, version)
-        base, base_kind, rejects = self._base(table)
-        if base is None and delta is None:
+        history = published(spark, config, table.name)
+        base = self._base(table, [r for r in history if r["dt"] < self.day])
+        if base.rows is None and delta is None:
             logger.info("snapshot %s: nothing to publish yet (no stock export, no Delta table)", table.name)
             return None
-        rows = union_rows(base, delta, table.key)
-        rows = rows.select(*[F.col(C.quote(f.name)).cast(f.dataType) for f in hive.hive_schema(rows.schema).fields])
+        # Keys are unique in the result when they are on both sides: the base by construction (stock
+        # rows are deduplicated; a previous snapshot was checked and must still hold its rows), the
+        # Delta side is checked here (small next to the base on most nights).
+        duplicates = 0
+        if delta is not None:
+            duplicates = delta.groupBy(*table.key).count().where("count > 1").count()
+        if duplicates:
+            raise SnapshotError(
+                f"{table.name} holds {duplicates} duplicate key(s) at version {version}: nothing published. "
+                "Check the table's key in the config against the source's primary key"
+            )
+        union = union_rows(base.rows, delta, table.key)
+        rows = union.rows.select(
+            *[F.col(C.quote(f.name)).cast(f.dataType) for f in hive.hive_schema(union.rows.schema).fields]
+        )
         name = hive.hive_table(config, table)
         root = hive.table_location(config, table)
         folder = f"{root}/{hive.PARTITION_COLUMN}={self.day}/run-{self.run_id}"
         hive.write_files(rows, folder)
-        written = spark.read.parquet(folder)
-        count = written.count()
-        duplicates = count - written.select(*table.key).distinct().count()
-        if duplicates:
-            delete(spark, folder)
-            raise SnapshotError(
-                f"snapshot of {table.name} holds {duplicates} duplicate key(s); nothing published. "
-                "The base (previous snapshot or stock export) is not unique by the configured key"
+        count = union.count("rows")
+        base_rows = (
+            union.count("base_rows")
+            if base.rows is not None and delta is not None
+            else (count if base.rows is not None else 0)
+        )
+        problem = None
+        if base.expected_rows is not None and base_rows != base.expected_rows:
+            problem = (
+                f"the base ({base.kind}) now reads {base_rows} rows, it was published with {base.expected_rows}: "
+                "its files were changed; re-run with --from-stock or re-publish that day first"
             )
+        elif config.snapshot.full_check:
+            written = spark.read.parquet(folder)
+            duplicates = count - written.select(*table.key).distinct().count()
+            if duplicates:
+                problem = f"the written snapshot holds {duplicates} duplicate key(s)"
+        if problem:
+            delete(spark, folder)
+            raise SnapshotError(f"snapshot of {table.name} dt={self.day} not published: {problem}")
         source = _source_count(spark, table, self.day)
-        ddl = hive.ensure_table(spark, name, written.schema, qualified(spark, root))
+        ddl = hive.ensure_table(spark, name, rows.schema, qualified(spark, root))
         previous = hive.switch_partition(spark, name, self.day, folder)
         published_count = spark.table(name).where(F.col(hive.PARTITION_COLUMN) == self.day).count()
         if published_count != count:
             raise SnapshotError(f"{name} dt={self.day} reads {published_count} rows after publishing, wrote {count}")
-        self._record(table, name, folder, base_kind, version, count)
+        self._record(table, name, folder, base.kind, version, count)
         for old in list_dirs(spark, f"{root}/{hive.PARTITION_COLUMN}={self.day}"):
             if not same_location(old, qualified(spark, folder)):
                 delete(spark, old)
-        self._current_view(table, name, written.columns)
-        base_rows = base.count() if base is not None else 0
+        latest = max([self.day, *(r["dt"] for r in history)])
+        self._current_view(table, name, rows.columns, latest)
+        if base.rows is not None:
+            base.rows.unpersist()
         changed = delta.count() if delta is not None else 0
-        deletes = 0
-        if base is not None and delta is not None:
-            deletes = base.join(delta.where(C.DELETED).select(*table.key), on=table.key, how="left_semi").count()
-        if base is not None:
-            base.unpersist()
+        deletes = union.count("deletes_applied")
         result = TableSnapshot(
             table=table.name,
             hive_table=name,
             location=qualified(spark, folder),
-            base=base_kind,
+            base=base.kind,
             delta_version=version,
             rows=count,
             base_rows=base_rows,
             changed_keys=changed,
             deletes_applied=deletes,
             duplicate_keys=duplicates,
-            stock_rejects=rejects,
+            stock_rejects=base.rejects,
             source_count=source,
             count_difference=None if source is None else count - source,
             ddl=ddl,
@@ -365,12 +431,12 @@ class _Run:
             name,
             self.day,
             count,
-            base_kind,
+            base.kind,
             base_rows,
             changed,
             deletes,
             version,
-            f", {rejects} stock rejects" if rejects else "",
+            f", {base.rejects} stock rejects" if base.rejects else "",
             "replaced the partition" if previous else "new partition",
             f", source count {source} (difference {count - source})" if source is not None else "",
         )
@@ -396,9 +462,8 @@ class _Run:
         frame = self.spark.createDataFrame(entry, LOG_SCHEMA)
         frame.write.format("delta").mode("append").save(log_path(self.config))
 
-    def _current_view(self, table: TableConfig, name: str, columns: list[str]) -> None:
+    def _current_view(self, table: TableConfig, name: str, columns: list[str], latest: str) -> None:
         """``<hive table>_current``: the latest snapshot's keys Delta does not hold, plus Delta's live rows."""
-        latest = published(self.spark, self.config, table.name)[-1]["dt"]
         path = self.config.storage.table_path(table)
         snapshot_cols = ", ".join(f"s.{C.quote(c)}" for c in columns)
         if not DeltaTable.isDeltaTable(self.spark, path):

@@ -183,7 +183,7 @@ def apply(spark: Any, processor: BatchProcessor, world: World, start: int, batch
 
 
 def test_three_nightly_snapshots_equal_the_source_at_their_recorded_positions(spark, tmp_path: Path) -> None:
-    config = make_config(tmp_path, "ods_rolling")
+    config = make_config(tmp_path, "ods_rolling", full_check=True)
     world = World()
     write_stock(tmp_path, world.stock)
     processor = BatchProcessor(config)
@@ -269,6 +269,16 @@ def test_a_failed_publish_leaves_the_previous_partition_and_a_rerun_replaces_it_
     assert again.tables[0].location != location
     partition_dir = Path(again.tables[0].location.removeprefix("file:")).parent
     assert [p.name for p in partition_dir.iterdir()] == [Path(again.tables[0].location).name]
+
+    # A base whose files changed since it was published is refused, and nothing is published.
+    done = len(world.records)
+    world.day(2, 0)
+    apply(spark, processor, world, done, 100)
+    victim = max(Path(again.tables[0].location.removeprefix("file:")).glob("*.parquet"), key=lambda p: p.stat().st_size)
+    victim.unlink()
+    with pytest.raises(SnapshotError, match="now reads .* rows, it was published with .*: its files were changed"):
+        run_snapshot(spark, config, DAY0 + dt.timedelta(days=1), lambda: None)
+    assert [r["dt"] for r in published(spark, config, "inventory.orders")] == ["2026-03-01"]
 
 
 def test_stock_rejects_past_the_threshold_fail_the_run_and_are_kept(spark, tmp_path: Path) -> None:
