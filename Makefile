@@ -26,4 +26,5 @@ lint: setup  ## ruff and mypy
 bench: setup  ## benchmarks: write bench/results/*.json and print the README tables (long)
 	$(PY) bench/merge_vs_append.py
 	$(PY) bench/stream_latency.py
+	$(PY) bench/snapshot.py
 	$(PY) bench/summarize.py

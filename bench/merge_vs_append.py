@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from results_file import write_results
 
 from cdc_delta import columns as C
 from cdc_delta.batch import BatchProcessor
@@ -209,23 +209,7 @@ def main() -> None:
                 results += run_case(spark, root, target, batch, max(1, target // args.rows_per_file))
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "merge_vs_append",
-                "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "cores": os.cpu_count(),
-                "machine": platform.machine(),
-                "python": platform.python_version(),
-                "spark": spark.version,
-                "results": results,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    print(f"wrote {args.out}")
+    write_results(args.out, "merge_vs_append", results, spark=spark.version)
 
 
 if __name__ == "__main__":

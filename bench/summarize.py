@@ -38,9 +38,28 @@ def stream_latency(data: dict) -> str:
     )
 
 
+def snapshot(data: dict) -> str:
+    lines = [
+        f"Measured {data['measured_at']} on {data['cores']} cores; seconds, ratio to a plain Parquet read + write",
+        "of the same rows in the same run (target <= 1.5):",
+        "",
+        "| stock rows | 1% changes | nightly | first (from stock) | read + write | ratio | first ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["results"]:
+        lines.append(
+            f"| {r['rows']:,} | {r['changes']:,} | {r['nightly_s']} s | {r['from_stock_s']} s "
+            f"| {r['baseline_read_write_s']} s | {r['ratio']:.2f} | {r['from_stock_ratio']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
     print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))
     latency = folder / "stream_latency.json"
     if latency.exists():
         print("\n" + stream_latency(json.loads(latency.read_text())))
+    snapshot_results = folder / "snapshot.json"
+    if snapshot_results.exists():
+        print("\n" + snapshot(json.loads(snapshot_results.read_text())))

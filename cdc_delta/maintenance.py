@@ -13,12 +13,10 @@ keeps two runs apart. A soft-deleted row (tombstone) is purged only when all hol
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -27,6 +25,7 @@ from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.lock import exclusive_lock
+from cdc_delta.reports import write_report
 from cdc_delta.retry import retry_on_conflict
 from cdc_delta.snapshot import absorbed_before
 from cdc_delta.table_status import last_stream_commit
@@ -206,10 +205,6 @@ def run_maintenance(
         spark.conf.set(OPTIMIZE_MAX_FILE_SIZE, str(m.target_file_size_mb * 1024 * 1024))
         tables = [maintain_table(spark, config, table, now) for table in config.tables]
     report = MaintenanceReport(now.isoformat(timespec="seconds"), tables, round(time.monotonic() - started, 2))
-    folder = Path(m.report_dir or os.path.join(config.storage.root, "_cdc_maintenance_reports"))
-    if not is_uri(str(folder)):
-        folder.mkdir(parents=True, exist_ok=True)
-        out = folder / f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
-        out.write_text(json.dumps(asdict(report), indent=2) + "\n")
-        logger.info("maintenance report: %s", out)
+    folder = config.under_root(m.report_dir, "_cdc_maintenance_reports")
+    write_report(folder, f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}", asdict(report))
     return report
