@@ -4,8 +4,10 @@ read the day, then publishes a partition that equals the source, readable withou
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,66 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_boo
     )
     assert arrow_rows(table["location"]) == expected
     assert table["rows"] == len(expected) and "STORED AS PARQUET" in table["ddl"]
+
+
+def test_kill_9_during_the_write_leaves_everything_as_it_was(spark, tmp_path: Path) -> None:
+    """The second night's run is killed while Spark writes its files: the metastore, the first night's
+    partition and the snapshot log are as before, and a re-run publishes the day once."""
+    rows = 300_000
+    export = tmp_path / "export"
+    spark.range(rows).selectExpr(
+        "id", "concat('name-', id) AS name", "CAST(id % 100000 / 100 AS DECIMAL(10,2)) AS amount"
+    ).write.parquet(str(export))
+    config = tmp_path / "cdc.yaml"
+    lake = tmp_path / "lake"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "app_id": "kill",
+                "storage": {"root": str(lake)},
+                "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+                "tables": [
+                    {
+                        "name": "shop.items",
+                        "topics": ["srv.shop.items"],
+                        "key": ["id"],
+                        "columns": {"id": "bigint", "name": "string", "amount": "decimal(10,2)"},
+                        "stock": {"path": str(export), "format": "parquet"},
+                    }
+                ],
+            },
+            sort_keys=False,  # columns: are in export order
+        )
+    )
+    first = snapshot(config, "--date", "2026-03-01", "--skip-kafka-check")
+    assert first.returncode == 0, first.stderr[-3000:]
+    report = json.loads(next((lake / "_cdc_snapshot_reports").glob("snapshot-2026-03-01-*.json")).read_text())
+    day1 = Path(report["tables"][0]["location"].removeprefix("file:"))
+    day1_files = sorted((p.name, p.stat().st_size) for p in day1.iterdir())
+    partition = lake / "_cdc_warehouse" / "ods.db" / "items" / "dt=2026-03-02"
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_delta.cli", "snapshot", "--config", str(config), "--date", "2026-03-02"]
+        + ["--skip-kafka-check"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 300
+    while not list(partition.glob("run-*/_temporary")):
+        assert proc.poll() is None, "the run ended before its write could be interrupted"
+        assert time.monotonic() < deadline, "the run never started writing"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)  # Spark is writing: _temporary goes away only when the job commits
+    proc.wait(timeout=30)
+
+    log = spark.read.format("delta").load(str(lake / "_cdc_snapshots"))
+    assert [r["dt"] for r in log.select("dt").collect()] == ["2026-03-01"]
+    assert sorted((p.name, p.stat().st_size) for p in day1.iterdir()) == day1_files
+
+    again = snapshot(config, "--date", "2026-03-02", "--skip-kafka-check")
+    assert again.returncode == 0, again.stderr[-3000:]
+    # The metastore never saw the killed run's folder: the re-run adds the partition, not replaces it.
+    assert "ods.items dt=2026-03-02" in again.stdout and "new partition" in again.stderr
+    (folder,) = partition.iterdir()
+    assert sorted(r["id"] for r in arrow_rows(str(folder))) == list(range(rows))
