@@ -156,6 +156,57 @@ class StockExportConfig(_Frozen):
         return value
 
 
+class SourceCountJdbc(_Frozen):
+    """Count the source table over JDBC when the snapshot is published (MariaDB or MySQL)."""
+
+    url: str
+    """``jdbc:mariadb://host:3306/shop`` (the bundled MariaDB driver also serves MySQL servers);
+    never with the password in it."""
+    query: str
+    """The count, e.g. ``SELECT COUNT(*) FROM orders``: its first column of the first row is used."""
+    user: str | None = None
+    password_env: str | None = None
+    """Name of the environment variable holding the password."""
+    password_file: str | None = None
+    """Or a file holding it (a mounted secret); its surrounding whitespace is ignored."""
+    driver: str = "org.mariadb.jdbc.Driver"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith("jdbc:"):
+            raise ValueError(f"source_count_jdbc.url {value!r} must be a JDBC URL (jdbc:mariadb://host:3306/db)")
+        if "password" in value.lower():
+            raise ValueError(
+                "source_count_jdbc.url must not hold the password: set password_env or password_file instead"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_password(self) -> SourceCountJdbc:
+        if self.password_env and self.password_file:
+            raise ValueError("set source_count_jdbc.password_env or password_file, not both")
+        return self
+
+    def password(self) -> str | None:
+        """The password from the environment or the file (read when needed, never logged)."""
+        if self.password_env:
+            value = os.environ.get(self.password_env)
+            if value is None:
+                raise ConfigError(
+                    f"source_count_jdbc.password_env names {self.password_env}, which is not set in the environment"
+                )
+            return value
+        if self.password_file:
+            try:
+                return Path(self.password_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"source_count_jdbc.password_file {self.password_file} cannot be read: {exc.strerror}"
+                ) from None
+        return None
+
+
 class TableConfig(_Frozen):
     """One logical table: which events feed it, its key, and optionally its column types."""
 
@@ -186,6 +237,9 @@ class TableConfig(_Frozen):
     source_count_path: str | None = None
     """A file holding the source table's row count at the cut-off (one integer), written by the export
     job; ``{date}`` is replaced by the snapshot date. The snapshot report compares its count with it."""
+    source_count_jdbc: SourceCountJdbc | None = None
+    """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
+    the difference then includes the changes since the cut-off)."""
 
     @field_validator("name")
     @classmethod
@@ -221,6 +275,8 @@ class TableConfig(_Frozen):
         _check_regex(self.source_table, "source_table")
         if not (self.topics or self.topic_pattern or self.source_table):
             raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
+        if self.source_count_path and self.source_count_jdbc:
+            raise ValueError(f"table {self.name!r}: set source_count_path or source_count_jdbc, not both")
         if self.stock is not None:
             if not self.columns:
                 raise ValueError(

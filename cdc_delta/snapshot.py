@@ -277,16 +277,38 @@ def _delta_side(spark: SparkSession, config: AppConfig, table: TableConfig, vers
 
 
 def _source_count(spark: SparkSession, table: TableConfig, day: str) -> int | None:
-    if not table.source_count_path:
+    """The source's row count from the file the export job wrote, or over JDBC (None: not configured)."""
+    if table.source_count_path:
+        path = table.source_count_path.replace("{date}", day)
+        try:
+            return int(" ".join(r["value"] for r in spark.read.text(path).collect()).strip())
+        except Exception as exc:  # a missing file or a number that is not one
+            raise SnapshotError(
+                f"source count file {path} of {table.name} is missing or does not hold one integer: "
+                f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
+            ) from None
+    jdbc = table.source_count_jdbc
+    if jdbc is None:
         return None
-    path = table.source_count_path.replace("{date}", day)
+    reader = spark.read.format("jdbc").option("url", jdbc.url).option("query", jdbc.query)
+    reader = reader.option("driver", jdbc.driver)
+    if jdbc.url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
+        # Spark has no dialect for jdbc:mariadb and quotes column names with double quotes, which
+        # MariaDB/MySQL read as strings unless ANSI_QUOTES is on.
+        reader = reader.option("sessionInitStatement", "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+    if jdbc.user:
+        reader = reader.option("user", jdbc.user)
+    password = jdbc.password()
+    if password is not None:
+        reader = reader.option("password", password)
     try:
-        text = " ".join(r["value"] for r in spark.read.text(path).collect()).strip()
-        return int(text)
-    except Exception as exc:  # a missing file or a number that is not one
+        row = reader.load().first()
+        return int(row[0]) if row is not None and row[0] is not None else 0
+    except Exception as exc:  # the JVM's SQL errors carry no Python type
+        first = str(exc).splitlines()[0] if str(exc) else repr(exc)
         raise SnapshotError(
-            f"source count file {path} of {table.name} is missing or does not hold one integer: "
-            f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
+            f"counting {table.name} at the source over {jdbc.url} ({jdbc.query!r}) failed: {first}. "
+            "Check source_count_jdbc (URL, user, password, the query) and that the database is reachable"
         ) from None
 
 
@@ -365,6 +387,7 @@ class _Run:
                 f"{table.name} holds {duplicates} duplicate key(s) at version {version}: nothing published. "
                 "Check the table's key in the config against the source's primary key"
             )
+        source = _source_count(spark, table, self.day)
         union = union_rows(base.rows, delta, table.key)
         rows = union.rows.select(
             *[F.col(C.quote(f.name)).cast(f.dataType) for f in hive.hive_schema(union.rows.schema).fields]
@@ -393,7 +416,6 @@ class _Run:
         if problem:
             delete(spark, folder)
             raise SnapshotError(f"snapshot of {table.name} dt={self.day} not published: {problem}")
-        source = _source_count(spark, table, self.day)
         ddl = hive.ensure_table(spark, name, rows.schema, qualified(spark, root))
         previous = hive.switch_partition(spark, name, self.day, folder)
         published_count = spark.table(name).where(F.col(hive.PARTITION_COLUMN) == self.day).count()

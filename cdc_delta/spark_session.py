@@ -22,6 +22,7 @@ SCALA_BINARY = "2.13"
 MAVEN_PACKAGES = (
     f"io.delta:delta-spark_{SCALA_BINARY}:{DELTA_VERSION}",
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+    "org.mariadb.jdbc:mariadb-java-client:3.5.3",
 )
 JARS_DIR_ENV = "CDC_DELTA_JARS_DIR"
 DEFAULT_JARS_DIR = ".jars/spark"

@@ -1,5 +1,6 @@
 """Real services for integration tests: a Kafka broker (testcontainers where Docker runs, else the
-project's native KRaft broker from Maven Central jars), and the stream as a separate process."""
+project's native KRaft broker from Maven Central jars), a MariaDB server (Debian's package), and the
+stream as a separate process."""
 
 from __future__ import annotations
 
@@ -78,6 +79,35 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@dataclass(frozen=True)
+class MariaDB:
+    """A running MariaDB server of the test session (scripts/mariadb.sh)."""
+
+    port: int
+    folder: Path
+
+    def sql(self, statement: str) -> str:
+        env = {**os.environ, "MARIADB_DIR": str(self.folder), "MARIADB_PORT": str(self.port)}
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "mariadb.sh"), "sql", statement], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+    """A real MariaDB server (Debian's package, installed by the script when missing)."""
+    server = MariaDB(free_port_pair(), tmp_path_factory.mktemp("mariadb"))
+    env = {**os.environ, "MARIADB_DIR": str(server.folder)}
+    script = str(ROOT / "scripts" / "mariadb.sh")
+    subprocess.run([script, "start", str(server.port)], env=env, check=True)
+    try:
+        yield server
+    finally:
+        subprocess.run([script, "stop", str(server.port)], env=env, check=False)
 
 
 @pytest.fixture

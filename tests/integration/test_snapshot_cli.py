@@ -17,7 +17,7 @@ from cdc_delta.demo import DEMO_TABLES
 from cdc_delta.generator import ChangeGenerator
 from cdc_delta.producer import ensure_topics, produce
 from tests.delta_rows import arrow_rows
-from tests.integration.conftest import ROOT, StreamProcess, write_config
+from tests.integration.conftest import ROOT, MariaDB, StreamProcess, write_config
 from tests.oracle import canonical
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -130,3 +130,54 @@ def test_kill_9_during_the_write_leaves_everything_as_it_was(spark, tmp_path: Pa
     assert "ods.items dt=2026-03-02" in again.stdout and "new partition" in again.stderr
     (folder,) = partition.iterdir()
     assert sorted(r["id"] for r in arrow_rows(str(folder))) == list(range(rows))
+
+
+def test_the_source_count_over_jdbc_is_reported_and_its_password_never_shown(
+    spark, mariadb: MariaDB, tmp_path: Path
+) -> None:
+    mariadb.sql(
+        "CREATE DATABASE jdbc_shop; USE jdbc_shop; CREATE TABLE items (id BIGINT PRIMARY KEY);"
+        "INSERT INTO items SELECT seq FROM seq_1_to_497;"
+        "CREATE USER 'counter'@'%' IDENTIFIED BY 'n0t-in-any-log'; GRANT SELECT ON jdbc_shop.* TO 'counter'@'%';"
+    )
+    export = tmp_path / "export"
+    spark.range(500).write.parquet(str(export))
+    secret = tmp_path / "db-password"
+    secret.write_text("n0t-in-any-log\n")
+    lake = tmp_path / "lake"
+
+    def write_config(password_file: Path) -> Path:
+        config = tmp_path / "cdc.yaml"
+        jdbc = {
+            "url": f"jdbc:mariadb://127.0.0.1:{mariadb.port}/jdbc_shop",
+            "query": "SELECT COUNT(*) FROM items",
+            "user": "counter",
+            "password_file": str(password_file),
+        }
+        table = {
+            "name": "shop.items",
+            "topics": ["srv.shop.items"],
+            "key": ["id"],
+            "columns": {"id": "bigint"},
+            "stock": {"path": str(export), "format": "parquet"},
+            "source_count_jdbc": jdbc,
+        }
+        config.write_text(yaml.safe_dump({"app_id": "jdbc", "storage": {"root": str(lake)}, "tables": [table]}))
+        return config
+
+    done = snapshot(write_config(secret), "--date", "2026-03-01", "--skip-kafka-check")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "source count 497 (difference 3)" in done.stdout
+    report_file = next((lake / "_cdc_snapshot_reports").glob("snapshot-2026-03-01-*.json"))
+    table = json.loads(report_file.read_text())["tables"][0]
+    assert (table["rows"], table["source_count"], table["count_difference"]) == (500, 497, 3)
+
+    wrong = tmp_path / "wrong-password"
+    wrong.write_text("guess")
+    refused = snapshot(write_config(wrong), "--date", "2026-03-02", "--skip-kafka-check")
+    assert refused.returncode == 2
+    assert "counting shop.items at the source over jdbc:mariadb://" in refused.stderr
+    assert "Access denied" in refused.stderr
+    shown = done.stdout + done.stderr + refused.stdout + refused.stderr + report_file.read_text()
+    assert "n0t-in-any-log" not in shown and "guess" not in shown
+    assert not (lake / "_cdc_warehouse" / "ods.db" / "items" / "dt=2026-03-02").exists()

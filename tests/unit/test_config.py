@@ -63,6 +63,21 @@ def test_a_good_config_resolves_paths() -> None:
             {**GOOD, "tables": [GOOD["tables"][0], {**GOOD["tables"][0], "name": "shop.orders"}]},
             r"would share Hive names",
         ),
+        (
+            with_table(source_count_jdbc={"url": "jdbc:mariadb://db/shop?password=x", "query": "SELECT 1"}),
+            r"must not hold the password: set password_env or password_file",
+        ),
+        (
+            with_table(source_count_jdbc={"url": "db:3306", "query": "SELECT 1"}),
+            r"source_count_jdbc\.url 'db:3306' must be a JDBC URL",
+        ),
+        (
+            with_table(
+                source_count_path="/c",
+                source_count_jdbc={"url": "jdbc:mariadb://db/shop", "query": "SELECT 1"},
+            ),
+            r"set source_count_path or source_count_jdbc, not both",
+        ),
     ],
 )
 def test_bad_configs_name_the_field_and_the_fix(data: dict, message: str) -> None:
@@ -151,3 +166,23 @@ def test_snapshot_defaults_and_stock_settings() -> None:
     assert config.snapshot.database == "ods" and config.snapshot.time_zone == "UTC"
     # Tables whose key includes the shard are left out by default (a stock export has no shard).
     assert [t.name for t in config.snapshot_tables()] == ["inventory.orders"]
+
+
+def test_the_jdbc_password_comes_from_the_environment_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jdbc = {"url": "jdbc:mariadb://db:3306/shop", "query": "SELECT COUNT(*) FROM orders", "user": "ro"}
+    from_env = parse_config(with_table(source_count_jdbc={**jdbc, "password_env": "SHOP_DB_PASSWORD"}))
+    source = from_env.tables[0].source_count_jdbc
+    assert source is not None
+    with pytest.raises(ConfigError, match="names SHOP_DB_PASSWORD, which is not set in the environment"):
+        source.password()
+    monkeypatch.setenv("SHOP_DB_PASSWORD", "pw1")
+    assert source.password() == "pw1"
+    secret = tmp_path / "pw"
+    secret.write_text("pw2\n")
+    from_file = parse_config(with_table(source_count_jdbc={**jdbc, "password_file": str(secret)}))
+    assert from_file.tables[0].source_count_jdbc.password() == "pw2"  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="not both"):
+        parse_config(with_table(source_count_jdbc={**jdbc, "password_env": "A", "password_file": "/b"}))
+

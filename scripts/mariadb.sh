@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# A real MariaDB server on 127.0.0.1 from Debian's mariadb-server package (no Docker), with the
+# binlog in ROW format as Debezium needs it.
+#   scripts/mariadb.sh start [PORT]   install the package if missing, create the data folder once, start, wait
+#   scripts/mariadb.sh stop           stop it (SIGTERM, then SIGKILL after 30 s)
+#   scripts/mariadb.sh status         running or not, and where
+#   scripts/mariadb.sh sql "SQL"      run SQL as root through the server's socket
+# Environment: MARIADB_PORT (default 3306), MARIADB_DIR (default var/mariadb-PORT: data, socket, log, pid).
+# root connects through the socket only; create users with passwords for TCP clients.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cmd="${1:-status}"
+if [[ "$cmd" == sql ]]; then port="${MARIADB_PORT:-3306}"; else port="${2:-${MARIADB_PORT:-3306}}"; fi
+dir="${MARIADB_DIR:-$root/var/mariadb-$port}"
+pidfile="$dir/mariadb.pid"
+socket="$dir/mariadb.sock"
+
+running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+client() { mariadb --protocol=socket --socket="$socket" -uroot "$@"; }
+
+install() {
+  command -v mariadbd >/dev/null && return 0
+  echo "mariadb: installing Debian's mariadb-server"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq mariadb-server >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq mariadb-server >/dev/null; }
+}
+
+start() {
+  if running; then echo "mariadb: already running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; return 0; fi
+  install
+  mkdir -p "$dir"
+  local fresh=0
+  if [[ ! -d "$dir/data/mysql" ]]; then
+    fresh=1
+    mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" \
+      --auth-root-authentication-method=socket >"$dir/install.log" 2>&1 \
+      || { echo "mariadb: could not create $dir/data; see $dir/install.log" >&2; tail -20 "$dir/install.log" >&2; exit 1; }
+  fi
+  nohup mariadbd --no-defaults --datadir="$dir/data" --socket="$socket" --port="$port" --bind-address=127.0.0.1 \
+    --pid-file="$pidfile" --user="$(id -un)" --log-error="$dir/error.log" --server-id=1 --log-bin=mysql-bin \
+    --binlog-format=ROW --binlog-row-image=FULL --innodb-buffer-pool-size=64M >"$dir/stdout.log" 2>&1 &
+  for _ in $(seq 1 120); do
+    if client -e "SELECT 1" >/dev/null 2>&1; then
+      # Anonymous users would shadow 'user'@'%' for clients on localhost.
+      [[ $fresh == 1 ]] && client -e "DROP USER IF EXISTS ''@'localhost', ''@'$(hostname)'"
+      echo "mariadb: ready on 127.0.0.1:$port (pid $(cat "$pidfile"), socket $socket, data in $dir)"; return 0
+    fi
+    sleep 0.5
+  done
+  echo "mariadb: not ready on 127.0.0.1:$port after 60 s; see $dir/error.log" >&2
+  tail -20 "$dir/error.log" >&2 || true
+  exit 1
+}
+
+stop() {
+  if ! running; then echo "mariadb: not running ($dir)"; return 0; fi
+  local pid; pid="$(cat "$pidfile")"
+  kill "$pid"
+  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  rm -f "$pidfile"
+  echo "mariadb: stopped (pid $pid)"
+}
+
+case "$cmd" in
+  start) start ;;
+  stop) stop ;;
+  status) if running; then echo "mariadb: running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; else echo "mariadb: not running"; exit 3; fi ;;
+  sql) client -e "$2" ;;
+  *) echo "usage: scripts/mariadb.sh start|stop|status [PORT] | sql \"SQL\"" >&2; exit 2 ;;
+esac
