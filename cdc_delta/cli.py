@@ -219,7 +219,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         else:
             print(
                 f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
-                f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, {t.duration_s}s"
+                f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, "
+                f"checkpoint at version {t.checkpoint_version}, {t.duration_s}s"
             )
     print(f"maintenance done in {report.duration_s}s")
     return 0
@@ -328,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     maintain = sub.add_parser(
-        "maintain", help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM (safe beside the stream)"
+        "maintain",
+        help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM, checkpoint (safe beside the stream)",
     )
     maintain.add_argument("--config", required=True, help="path to the YAML config")
     maintain.add_argument(

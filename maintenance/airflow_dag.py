@@ -1,4 +1,4 @@
-"""Airflow DAG: the hourly cdc-delta maintenance (OPTIMIZE, tombstone purge, VACUUM).
+"""Airflow DAG: the hourly cdc-delta maintenance (OPTIMIZE, tombstone purge, VACUUM, checkpoint).
 
 Copy into the DAGs folder and set CDC_DELTA_HOME / CDC_DELTA_CONFIG as Airflow variables. One run
 at a time (max_active_runs=1); the job's own lock also keeps it apart from manual runs.

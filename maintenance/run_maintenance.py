@@ -1,4 +1,4 @@
-"""spark-submit entry point of the hourly maintenance job (OPTIMIZE, tombstone purge, VACUUM).
+"""spark-submit entry point of the hourly maintenance job (OPTIMIZE, tombstone purge, VACUUM, checkpoint).
 
     spark-submit ... maintenance/run_maintenance.py --config cdc.yaml
 
