@@ -50,7 +50,7 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
     config = load_config(config_path, env={})
     processor = BatchProcessor(config)
     generator = ChangeGenerator(DEMO_TABLES, seed=11)
-    changes = iter(generator.changes(6000))
+    changes = iter(generator.changes(3000))
     offsets: dict[str, int] = {}
     batch_id = 0
 
@@ -69,7 +69,7 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
         return True
 
     merge_one_batch()
-    for _ in range(3):
+    for _ in range(2):
         first = maintain(config_path)
         second = maintain(config_path)  # overlaps the first: refused by the lock, exits cleanly
         while first.poll() is None and merge_one_batch():
