@@ -25,11 +25,13 @@ from cdc_delta.decode import decode_batch, field, is_dead, is_row_event, is_tomb
 from cdc_delta.dedupe import latest_per_key
 from cdc_delta.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
 from cdc_delta.envelope import DEAD, OK, SKIP, DecodePlan
-from cdc_delta.exceptions import SchemaChangeError
+from cdc_delta.exceptions import ConfigError, SchemaChangeError
+from cdc_delta.maintenance import lock_path
 from cdc_delta.merge import Commit, MergeResult, apply_truncate, merge_rows
 from cdc_delta.ordering import Seq
 from cdc_delta.rows import typed_rows
 from cdc_delta.schema_evolution import SchemaPlan, plan_schema
+from cdc_delta.write_hold import hold_path, wait_while_held
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +155,7 @@ class BatchProcessor:
         # The last batch id this processor merged per table: a batch id not above it is a replay, and
         # the first batch after a start is checked against the table's commit history.
         self._last_batch: dict[str, int] = {}
+        self._lock_file = _maintenance_lock(config)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -251,6 +254,8 @@ class BatchProcessor:
             mark_stopped(spark, path)
             self._states[path] = TableState(True, state.business, stopped=True)
             return TableResult(name, events, parked=events, error=str(exc))
+        if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
+            wait_while_held(hold_path(self._lock_file, name), name)
         if not state.exists:
             create_table(spark, path, plan.columns)
         elif plan.changed:
@@ -308,6 +313,15 @@ class BatchProcessor:
             selector = selector | is_parked
         rows = dead_letter_rows(decoded.where(selector), self.config.app_id, batch_id, at, reason)
         write_dead_letters(rows, self.config.storage.dead_letters, self.config.app_id, batch_id)
+
+
+def _maintenance_lock(config: AppConfig) -> str | None:
+    """The maintenance lock, beside which maintenance leaves its holds; None where maintenance cannot
+    run either (a remote storage root without maintenance.lock_path)."""
+    try:
+        return lock_path(config)
+    except ConfigError:
+        return None
 
 
 def _latest_truncates(truncates: list[tuple[str | None, str | None, Seq]]) -> dict[tuple[str | None, str | None], Seq]:

@@ -314,6 +314,9 @@ class MaintenanceConfig(_Frozen):
     """A lock older than this is taken to belong to a crashed run and is taken over."""
     report_dir: str | None = None
     """Where the JSON report of each run goes; default ``<storage.root>/_cdc_maintenance_reports``."""
+    stream_hold_max_seconds: float = Field(default=300, gt=0)
+    """When OPTIMIZE or the purge has lost 3 write races to the stream, the stream pauses its writes to
+    that table until the command has committed, for at most this long (a hold file beside the lock)."""
 
     @model_validator(mode="after")
     def _retention(self) -> MaintenanceConfig:

@@ -1,7 +1,10 @@
 """The hourly maintenance of the replicated tables: OPTIMIZE, tombstone purge, VACUUM, checkpoint.
 
-Safe beside the running stream: every command is retried when it loses a write race, and a lock
-keeps two runs apart. A soft-deleted row (tombstone) is purged only when all hold:
+Safe beside the running stream: every command is retried when it loses a write race; OPTIMIZE and
+the purge, which a busy stream can beat every time, hold the stream's writes to the table briefly
+once they have lost a few (:mod:`cdc_delta.write_hold`); a lock keeps two runs apart.
+
+A soft-deleted row (tombstone) is purged only when all hold:
 - its source change is older than ``maintenance.tombstone_retention_hours``;
 - the stream has read past it on every partition: its source time is before the smallest
   per-partition source time recorded by the table's latest stream commit (an older event of the
@@ -16,7 +19,9 @@ import datetime as dt
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -26,17 +31,25 @@ from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.reports import write_report
-from cdc_delta.retry import retry_on_conflict
+from cdc_delta.retry import is_conflict, retry_on_conflict
 from cdc_delta.snapshot import absorbed_before
 from cdc_delta.table_status import last_stream_commit
+from cdc_delta.write_hold import hold_path, holding_writes
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 OPTIMIZE_MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
 # VACUUM lists a table's files in this many tasks; Spark's default of 10,000 costs ~30 s of empty
 # tasks per table on 2 cores, for tables that are one folder each (unpartitioned).
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+# OPTIMIZE commits after every this many target-sized files' worth of input, so a lost write race
+# costs one batch of work, not the whole table's.
+OPTIMIZE_BATCH_SIZE = "spark.databricks.delta.optimize.batchSize"
+OPTIMIZE_BATCH_FILES = 16
+# Lost write races after which OPTIMIZE or the purge holds the stream's writes to the table.
+RACES_BEFORE_HOLD = 3
 
 
 @dataclass(frozen=True)
@@ -111,22 +124,35 @@ def snapshot_condition(spark: SparkSession, config: AppConfig, table: TableConfi
     return table.stock is not None or absorbed is not None, absorbed
 
 
+def beside_stream(action: Callable[[], T], what: str, config: AppConfig, table: TableConfig) -> T:
+    """Run a command that the stream's commits can beat: retried when it loses a write race; after
+    RACES_BEFORE_HOLD lost races, run again while the stream's writes to the table are held."""
+    try:
+        return retry_on_conflict(action, what, attempts=RACES_BEFORE_HOLD)
+    except Exception as exc:  # the JVM's conflict errors carry no Python type of their own
+        if not is_conflict(exc):
+            raise
+    hold = hold_path(lock_path(config), table.name)
+    with holding_writes(hold, config.maintenance.stream_hold_max_seconds, f"{what} lost {RACES_BEFORE_HOLD} races"):
+        return retry_on_conflict(action, what)
+
+
 def _optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
     target = DeltaTable.forPath(spark, path)
     zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
     run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
-    metrics = retry_on_conflict(run, f"OPTIMIZE {table.name}").select("metrics").first()
+    metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table).select("metrics").first()
     return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
 
 
-def _purge(spark: SparkSession, table: TableConfig, path: str, cutoff: dt.datetime) -> int:
+def _purge(spark: SparkSession, config: AppConfig, table: TableConfig, path: str, cutoff: dt.datetime) -> int:
     """Delete the tombstones before ``cutoff``; returns how many (from the DELETE's own result, not
     the history, where a concurrent stream commit may be newest)."""
     micros = round(cutoff.timestamp() * 1_000_000)
     statement = (
         f"DELETE FROM {C.delta_path_identifier(path)} WHERE {C.DELETED} AND {C.SOURCE_TS} < timestamp_micros({micros})"
     )
-    result = retry_on_conflict(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}")
+    result = beside_stream(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}", config, table)
     return int(result["num_affected_rows"]) if result else 0
 
 
@@ -171,7 +197,7 @@ def maintain_table(spark: SparkSession, config: AppConfig, table: TableConfig, n
     required, absorbed = snapshot_condition(spark, config, table)
     watermark = stream_watermark_ms(spark, path, config.app_id)
     cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
-    purged = _purge(spark, table, path, cutoff) if cutoff is not None else 0
+    purged = _purge(spark, config, table, path, cutoff) if cutoff is not None else 0
     vacuumed = _vacuum(spark, config, table, path)
     checkpoint = _checkpoint(spark, path)
     files_after, bytes_after = _size(spark, path)
@@ -232,6 +258,7 @@ def run_maintenance(
     with exclusive_lock(lock_path(config), m.lock_stale_after_minutes * 60, wait_s):
         spark.conf.set(RETENTION_CHECK, str(not m.allow_short_retention).lower())
         spark.conf.set(OPTIMIZE_MAX_FILE_SIZE, str(m.target_file_size_mb * 1024 * 1024))
+        spark.conf.set(OPTIMIZE_BATCH_SIZE, str(OPTIMIZE_BATCH_FILES * m.target_file_size_mb * 1024 * 1024))
         if not spark.sparkContext.getConf().contains(LISTING_PARALLELISM):  # unless spark.conf sets it
             spark.conf.set(LISTING_PARALLELISM, str(spark.sparkContext.defaultParallelism))
         tables = [maintain_table(spark, config, table, now) for table in config.tables]

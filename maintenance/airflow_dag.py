@@ -22,7 +22,7 @@ with DAG(
         task_id="maintain",
         bash_command=(
             "cd {{ var.value.CDC_DELTA_HOME }} && "
-            ".venv/bin/cdc-delta maintain --config {{ var.value.CDC_DELTA_CONFIG }} --wait 600"
+            "nice -n 10 .venv/bin/cdc-delta maintain --config {{ var.value.CDC_DELTA_CONFIG }} --wait 600"
         ),
         execution_timeout=timedelta(minutes=50),
     )

@@ -185,4 +185,3 @@ def test_the_jdbc_password_comes_from_the_environment_or_a_file(
     assert from_file.tables[0].source_count_jdbc.password() == "pw2"  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="not both"):
         parse_config(with_table(source_count_jdbc={**jdbc, "password_env": "A", "password_file": "/b"}))
-
