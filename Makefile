@@ -27,4 +27,5 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the README tab
 	$(PY) bench/merge_vs_append.py
 	$(PY) bench/stream_latency.py
 	$(PY) bench/snapshot.py
+	$(PY) bench/maintenance.py
 	$(PY) bench/summarize.py

@@ -97,6 +97,12 @@ def write_target(spark: SparkSession, path: str, rows: int, files: int) -> None:
 
 def kafka_batch(spark: SparkSession, op: str, first_id: int, count: int, pos_base: int) -> DataFrame:
     """``count`` schemaless Debezium envelopes made in Spark (not on the driver), ids from ``first_id``."""
+    return kafka_records(spark.range(first_id, first_id + count, numPartitions=4), op, pos_base)
+
+
+def kafka_records(ids: DataFrame, op: str, pos_base: int) -> DataFrame:
+    """One schemaless Debezium envelope of operation ``op`` per row of ``ids`` (a bigint column ``id``),
+    shaped like Spark's Kafka source output."""
     image = F.struct(
         F.col("id"),
         F.concat(F.lit("updated-"), (F.col("id") % 777).cast("string")).alias("customer"),
@@ -122,18 +128,14 @@ def kafka_batch(spark: SparkSession, op: str, first_id: int, count: int, pos_bas
         F.lit(op).alias("op"),
         F.lit(1_769_904_000_005).alias("ts_ms"),
     )
-    return (
-        spark.range(first_id, first_id + count, numPartitions=4)
-        .select(
-            F.lit(TOPIC).alias("topic"),
-            (F.col("id") % 4).cast("int").alias("partition"),
-            F.col("id").alias("offset"),
-            F.current_timestamp().alias("timestamp"),
-            F.col("id").cast("string").cast("binary").alias("key"),
-            F.to_json(envelope).cast("binary").alias("value"),
-        )
-        .localCheckpoint()
-    )
+    return ids.select(
+        F.lit(TOPIC).alias("topic"),
+        (F.col("id") % 4).cast("int").alias("partition"),
+        F.col("id").alias("offset"),
+        F.current_timestamp().alias("timestamp"),
+        F.col("id").cast("string").cast("binary").alias("key"),
+        F.to_json(envelope).cast("binary").alias("value"),
+    ).localCheckpoint()
 
 
 def append_baseline(spark: SparkSession, config: AppConfig, batch: DataFrame, path: str) -> float:

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from merge_vs_append import COLUMNS as ORDER_COLUMNS
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from results_file import write_results
@@ -34,14 +35,7 @@ from cdc_delta.snapshot import run_snapshot
 from cdc_delta.spark_session import build_session
 
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"
-COLUMNS = {
-    "id": "bigint",
-    "customer": "string",
-    "amount": "decimal(10,2)",
-    "status": "string",
-    "order_date": "date",
-    "updated_at": "timestamp",
-}
+COLUMNS = {"id": "bigint", **ORDER_COLUMNS}  # the merge benchmark's orders
 DAY1 = dt.date(2026, 3, 1)
 PAST_BOTH_CUTOFFS_MS = int(dt.datetime(2026, 3, 3, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
 

@@ -54,6 +54,27 @@ def snapshot(data: dict) -> str:
     return "\n".join(lines)
 
 
+def maintenance(data: dict) -> str:
+    r = data["results"]
+    before, after, beside = r["before_optimize"], r["after_optimize"], r["beside_maintenance"]
+    return "\n".join(
+        [
+            f"Measured {data['measured_at']} on {data['cores']} cores; {r['target_rows']:,}-row table after "
+            f"{r['small_merges']} merges of {r['batch_rows']} new keys; timed batches: {r['batch_rows']} new keys "
+            f"+ {r['updates_per_batch']} updates, {before['batches']} before and after OPTIMIZE:",
+            "",
+            "| files | merge p50 fragmented / compacted | speed-up | full-table aggregate | speed-up "
+            "| batch p99 without / beside `maintain` | p99 ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| {r['files_fragmented']} -> {r['files_after_optimize']} | {before['p50_s']} s / {after['p50_s']} s "
+            f"| {r['ratio_merge_before_to_after']:.2f} (target >= {r['target_merge_speedup']}) "
+            f"| {r['aggregate_before_s']} s / {r['aggregate_after_s']} s | {r['ratio_aggregate_before_to_after']:.2f} "
+            f"| {before['p99_s']} s / {beside['p99_s']} s ({beside['batches']} batches) "
+            f"| {r['ratio_p99_during_to_without']:.2f} (target <= {r['target_p99_ratio']}) |",
+        ]
+    )
+
+
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
     print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))
@@ -63,3 +84,6 @@ if __name__ == "__main__":
     snapshot_results = folder / "snapshot.json"
     if snapshot_results.exists():
         print("\n" + snapshot(json.loads(snapshot_results.read_text())))
+    maintenance_results = folder / "maintenance.json"
+    if maintenance_results.exists():
+        print("\n" + maintenance(json.loads(maintenance_results.read_text())))
