@@ -320,6 +320,8 @@ class _Base:
     expected_rows: int | None = None
     """The row count the base was published with (a previous snapshot)."""
     rejects: int = 0
+    release: Callable[[], None] = lambda: None
+    """Frees what reading the base cached (a parsed text export), once the snapshot is written."""
 
 
 @dataclass
@@ -332,9 +334,8 @@ class _Run:
     commits: dict[str, list[AppCommit]]
     from_stock: bool
 
-    def _stock_base(self, table: TableConfig) -> tuple[DataFrame, int]:
+    def _stock_base(self, table: TableConfig) -> _Base:
         stock = read_stock(self.spark, table)
-        rows = stock.rows.persist(StorageLevel.MEMORY_AND_DISK)
         rejects = stock.rejects.persist(StorageLevel.MEMORY_AND_DISK)
         count = rejects.count()
         if count:
@@ -347,14 +348,14 @@ class _Run:
         rejects.unpersist()
         limit = self.config.snapshot.max_rejects
         if count > limit:
-            rows.unpersist()
+            stock.release()
             raise SnapshotError(
                 f"{count} rejected line(s) in the stock export of {table.name}, "
                 f"more than snapshot.max_rejects = {limit}: nothing published. The lines and reasons are in "
                 f"the Delta table {rejects_path(self.config)} (run_id = '{self.run_id}'); fix the export or raise "
                 "the threshold"
             )
-        return rows, count
+        return _Base(stock.rows, "stock", rejects=count, release=stock.release)
 
     def _base(self, table: TableConfig, earlier: list[Row]) -> _Base:
         """The latest snapshot before the day, else the stock export, else nothing."""
@@ -362,8 +363,7 @@ class _Run:
             last = earlier[-1]
             return _Base(self.spark.read.parquet(last["location"]), f"snapshot dt={last['dt']}", last["rows"])
         if table.stock is not None:
-            rows, rejects = self._stock_base(table)
-            return _Base(rows, "stock", rejects=rejects)
+            return self._stock_base(table)
         return _Base(None, "none")
 
     def publish(self, table: TableConfig) -> TableSnapshot | None:
@@ -427,8 +427,7 @@ class _Run:
                 delete(spark, old)
         latest = max([self.day, *(r["dt"] for r in history)])
         self._current_view(table, name, rows.columns, latest)
-        if base.rows is not None:
-            base.rows.unpersist()
+        base.release()
         changed = delta.count() if delta is not None else 0
         deletes = union.count("deletes_applied")
         result = TableSnapshot(
