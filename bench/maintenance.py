@@ -20,6 +20,9 @@ One table, one run (local[2]):
 4. After OPTIMIZE: maintenance again in this process, the stream stopped (so the table is compacted
    whatever step 3 managed), then --stream-batches batches and the aggregate again. Ratios = median
    seconds before / after, for the merge (target >= 2) and for the aggregate (no target).
+5. Where the merge's seconds go: from Spark's event log, per timed batch, the seconds of the one
+   MERGE step that reads every candidate file ("scanning files for matches"), before and after
+   OPTIMIZE, beside the whole batch.
 Results go to bench/results/maintenance.json. Not a test: nothing here fails on a time.
 
     python bench/maintenance.py                       # ~10 min on 2 cores
@@ -45,6 +48,7 @@ from merge_vs_append import COLUMNS, TOPIC, kafka_records, write_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from results_file import write_results
+from spark_jobs import Job, event_log_conf, read_jobs, seconds_in
 
 from cdc_delta import columns as C
 from cdc_delta.batch import BatchProcessor
@@ -55,6 +59,7 @@ from cdc_delta.spark_session import build_session
 ROOT = Path(__file__).parents[1]
 RESULTS = Path(__file__).parent / "results" / "maintenance.json"
 ROWS_PER_FILE = 50_000
+SCAN_STEP = "MERGE operation - scanning files for matches"
 
 
 def write_config(root: Path) -> AppConfig:
@@ -187,7 +192,14 @@ def beside_maintenance(stream: Stream, updates: int, root: Path, lock: Path) -> 
     }
 
 
-def run(spark: SparkSession, root: Path, args: argparse.Namespace) -> dict:
+def scan_step(jobs: list[Job], spans: list[tuple[float, float]]) -> dict:
+    """Median seconds per batch of the MERGE step that reads the candidate files, and of the rest."""
+    scans = [seconds_in(jobs, span, SCAN_STEP) for span in spans]
+    rest = [end - start - scan for (start, end), scan in zip(spans, scans, strict=True)]
+    return {"scan_p50_s": round(statistics.median(scans), 3), "rest_p50_s": round(statistics.median(rest), 2)}
+
+
+def run(spark: SparkSession, root: Path, args: argparse.Namespace) -> tuple[dict, dict[str, list[tuple[float, float]]]]:
     config = write_config(root)
     path = config.storage.table_path(config.tables[0])
     write_target(spark, path, args.rows, max(1, args.rows // ROWS_PER_FILE))
@@ -212,7 +224,7 @@ def run(spark: SparkSession, root: Path, args: argparse.Namespace) -> dict:
     print("after OPTIMIZE:", summary(after), f"aggregate {scan_after}s", flush=True)
 
     median = {name: summary(spans)["p50_s"] for name, spans in (("before", before), ("after", after))}
-    return {
+    result = {
         "target_rows": args.rows,
         "batch_rows": args.batch_rows,
         "small_merges": args.small_merges,
@@ -232,6 +244,7 @@ def run(spark: SparkSession, root: Path, args: argparse.Namespace) -> dict:
         "ratio_p99_during_to_without": round(summary(during)["p99_s"] / summary(before)["p99_s"], 2),
         "target_p99_ratio": 1.5,
     }
+    return result, {"before": before, "after": after}
 
 
 def main() -> None:
@@ -246,12 +259,22 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="cdc-bench-maint-"))
     try:
         config = write_config(root)
-        spark = build_session(config.spark)
-        result = run(spark, root, args)
+        spark = build_session(config.spark, event_log_conf(root / "eventlog"))
+        version = spark.version
+        result, spans = run(spark, root, args)
+        spark.stop()  # flushes the event log
+        jobs = read_jobs(root / "eventlog")
+        steps = {name: scan_step(jobs, batches) for name, batches in spans.items()}
+        result["merge_steps"] = {
+            **steps,
+            "ratio_scan_before_to_after": round(
+                steps["before"]["scan_p50_s"] / max(steps["after"]["scan_p50_s"], 1e-3), 1
+            ),
+        }
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(result), flush=True)
-    write_results(args.out, "maintenance", result, spark=spark.version)
+    write_results(args.out, "maintenance", result, spark=version)
 
 
 if __name__ == "__main__":

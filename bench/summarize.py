@@ -40,8 +40,9 @@ def stream_latency(data: dict) -> str:
 
 def snapshot(data: dict) -> str:
     lines = [
-        f"Measured {data['measured_at']} on {data['cores']} cores; seconds, ratio to a plain Parquet read + write",
-        "of the same rows in the same run (target <= 1.5):",
+        f"Measured {data['measured_at']} on {data['cores']} cores; seconds (nightly and read + write: medians of",
+        f"{data['results'][0].get('repeats', 1)} alternating runs), ratio to a plain Parquet read + write of the",
+        "same rows in the same run (target <= 1.5):",
         "",
         "| stock rows | 1% changes | nightly | first (from stock) | read + write | ratio | first ratio |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -57,17 +58,20 @@ def snapshot(data: dict) -> str:
 def maintenance(data: dict) -> str:
     r = data["results"]
     before, after, beside = r["before_optimize"], r["after_optimize"], r["beside_maintenance"]
+    steps = r["merge_steps"]
     return "\n".join(
         [
             f"Measured {data['measured_at']} on {data['cores']} cores; {r['target_rows']:,}-row table after "
             f"{r['small_merges']} merges of {r['batch_rows']} new keys; timed batches: {r['batch_rows']} new keys "
             f"+ {r['updates_per_batch']} updates, {before['batches']} before and after OPTIMIZE:",
             "",
-            "| files | merge p50 fragmented / compacted | speed-up | full-table aggregate | speed-up "
-            "| batch p99 without / beside `maintain` | p99 ratio |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| files | merge p50 fragmented / compacted | speed-up | file-scan step of the MERGE | speed-up "
+            "| full-table aggregate | speed-up | batch p99 without / beside `maintain` | p99 ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             f"| {r['files_fragmented']} -> {r['files_after_optimize']} | {before['p50_s']} s / {after['p50_s']} s "
             f"| {r['ratio_merge_before_to_after']:.2f} (target >= {r['target_merge_speedup']}) "
+            f"| {steps['before']['scan_p50_s']} s / {steps['after']['scan_p50_s']} s "
+            f"| {steps['ratio_scan_before_to_after']} "
             f"| {r['aggregate_before_s']} s / {r['aggregate_after_s']} s | {r['ratio_aggregate_before_to_after']:.2f} "
             f"| {before['p99_s']} s / {beside['p99_s']} s ({beside['batches']} batches) "
             f"| {r['ratio_p99_during_to_without']:.2f} (target <= {r['target_p99_ratio']}) |",

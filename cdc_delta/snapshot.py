@@ -312,6 +312,15 @@ def _source_count(spark: SparkSession, table: TableConfig, day: str) -> int | No
         ) from None
 
 
+def _key_counts(delta: DataFrame | None, key: list[str]) -> tuple[int, int]:
+    """Keys the Delta side holds, and how many of them occur more than once: one aggregate."""
+    if delta is None:
+        return 0, 0
+    per_key = delta.groupBy(*[C.quote(k) for k in key]).count()
+    row = per_key.agg(F.count(F.lit(1)).alias("keys"), F.count(F.when(F.col("count") > 1, 1)).alias("repeated")).first()
+    return (int(row["keys"]), int(row["repeated"])) if row is not None else (0, 0)
+
+
 @dataclass(frozen=True)
 class _Base:
     rows: DataFrame | None
@@ -379,9 +388,7 @@ class _Run:
         # Keys are unique in the result when they are on both sides: the base by construction (stock
         # rows are deduplicated; a previous snapshot was checked and must still hold its rows), the
         # Delta side is checked here (small next to the base on most nights).
-        duplicates = 0
-        if delta is not None:
-            duplicates = delta.groupBy(*table.key).count().where("count > 1").count()
+        changed, duplicates = _key_counts(delta, table.key)
         if duplicates:
             raise SnapshotError(
                 f"{table.name} holds {duplicates} duplicate key(s) at version {version}: nothing published. "
@@ -428,7 +435,6 @@ class _Run:
         latest = max([self.day, *(r["dt"] for r in history)])
         self._current_view(table, name, rows.columns, latest)
         base.release()
-        changed = delta.count() if delta is not None else 0
         deletes = union.count("deletes_applied")
         result = TableSnapshot(
             table=table.name,
