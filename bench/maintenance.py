@@ -51,9 +51,10 @@ from results_file import write_results
 from spark_jobs import Job, event_log_conf, read_jobs, seconds_in
 
 from cdc_delta import columns as C
-from cdc_delta.batch import BatchProcessor
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.maintenance import lock_path, run_maintenance
+from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.maintenance.run import run_maintenance
+from cdc_delta.maintenance.write_hold import lock_path
 from cdc_delta.spark_session import build_session
 
 ROOT = Path(__file__).parents[1]

@@ -31,12 +31,12 @@ from pyspark.sql import functions as F
 from results_file import write_results
 
 from cdc_delta import columns as C
-from cdc_delta.batch import BatchProcessor
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
-from cdc_delta.decode import decode_batch, is_row_event
-from cdc_delta.dedupe import latest_per_key
-from cdc_delta.envelope import DecodePlan
-from cdc_delta.rows import typed_rows
+from cdc_delta.events.envelope import DecodePlan
+from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.ingest.decode import decode_batch, is_row_event
+from cdc_delta.ingest.dedupe import latest_per_key
+from cdc_delta.ingest.rows import typed_rows
 from cdc_delta.spark_session import build_session
 
 TOPIC = "bench.shop.orders"

@@ -31,10 +31,10 @@ from results_file import write_results
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
-from cdc_delta.delta_tables import create_table, table_schema
-from cdc_delta.hive_publish import metastore_conf
-from cdc_delta.merge import Commit, delta_transaction
-from cdc_delta.snapshot import run_snapshot
+from cdc_delta.ingest.delta_tables import create_table, table_schema
+from cdc_delta.ingest.merge import Commit, delta_transaction
+from cdc_delta.snapshot.hive_publish import metastore_conf
+from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.spark_session import build_session
 
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"

@@ -41,7 +41,7 @@ def cli(*args: str, log: Path | None = None, background: bool = False) -> subpro
 
 
 def write_config(folder: Path, bootstrap: str, server: str, trigger_s: int, max_per_batch: int | None = None) -> Path:
-    from cdc_delta.demo import demo_tables
+    from cdc_delta.demo.batches import demo_tables
 
     path = folder / f"{server}.yaml"
     path.write_text(
@@ -64,14 +64,15 @@ def write_config(folder: Path, bootstrap: str, server: str, trigger_s: int, max_
 
 
 def generate(bootstrap: str, server: str, events: int, rate: float | None, log: Path, background: bool = False):  # type: ignore[no-untyped-def]
-    from cdc_delta.demo import DEMO_TABLES
-    from cdc_delta.generator import topic_of
-    from cdc_delta.producer import ensure_topics
+    from cdc_delta.demo.batches import DEMO_TABLES
+    from cdc_delta.demo.generator import topic_of
+    from cdc_delta.demo.producer import ensure_topics
 
     ensure_topics(bootstrap, [topic_of(t, server) for t in DEMO_TABLES], 3)
     code = (
-        "import sys; from cdc_delta.demo import DEMO_TABLES; from cdc_delta.generator import ChangeGenerator;"
-        "from cdc_delta.producer import produce;"
+        "import sys; from cdc_delta.demo.batches import DEMO_TABLES;"
+        "from cdc_delta.demo.generator import ChangeGenerator;"
+        "from cdc_delta.demo.producer import produce;"
         f"g = ChangeGenerator(DEMO_TABLES, seed=5, live=True, server={server!r});"
         f"produce({bootstrap!r}, g.changes({events}), rate={rate!r})"
     )

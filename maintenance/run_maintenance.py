@@ -7,7 +7,7 @@ Locally: ``cdc-delta maintain --config cdc.yaml`` (see maintenance/crontab for t
 
 import sys
 
-from cdc_delta.cli import main
+from cdc_delta.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["maintain", *sys.argv[1:]]))

@@ -8,7 +8,7 @@ touched": the scheduler retries (see maintenance/crontab and maintenance/snapsho
 
 import sys
 
-from cdc_delta.cli import main
+from cdc_delta.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["snapshot", *sys.argv[1:]]))

@@ -10,7 +10,7 @@ Set ``spark.master: null`` in the config so the cluster's master applies. Locall
 
 import sys
 
-from cdc_delta.cli import main
+from cdc_delta.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["stream", *sys.argv[1:]]))

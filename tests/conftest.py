@@ -8,6 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# The real services (broker, database, Connect worker) and their session fixtures.
+pytest_plugins = ["tests.services"]
+
 # Timestamps read back by PySpark are local-time datetimes; tests compare in UTC.
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -23,7 +26,7 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from cdc_delta.config import SparkConfig, parse_config
-    from cdc_delta.hive_publish import metastore_conf
+    from cdc_delta.snapshot.hive_publish import metastore_conf
     from cdc_delta.spark_session import build_session
 
     # Hive support with an embedded Derby metastore of this test run (the snapshot tests publish to it;

@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from cdc_delta.generator import Column, SourceTable, envelope
+from cdc_delta.demo.generator import Column, SourceTable, envelope
 from tests.oracle import Delivery, Event
 
 ITEM_BASE = (

@@ -1,0 +1,114 @@
+"""The scheduled jobs: the hourly maintenance and the nightly snapshot."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cdc_delta.cli.common import add_config_argument, spark_for
+from cdc_delta.config import load_config
+from cdc_delta.exceptions import CdcDeltaError
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from cdc_delta.lock import LockHeld
+    from cdc_delta.maintenance.run import run_maintenance
+
+    config = load_config(args.config)
+    try:
+        report = run_maintenance(spark_for(config), config, wait_s=args.wait)
+    except LockHeld as exc:  # an overlapping scheduled run is not a failure: the running one does the work
+        print(f"cdc-delta maintain: {exc}")
+        return 0
+    for t in report.tables:
+        if t.skipped:
+            print(f"{t.table}: skipped ({t.skipped})")
+        else:
+            print(
+                f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
+                f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, "
+                f"checkpoint at version {t.checkpoint_version}, {t.duration_s}s"
+            )
+    print(f"maintenance done in {report.duration_s}s")
+    return 0
+
+
+EXIT_NOT_READY = 75
+"""EX_TEMPFAIL: the snapshot's input is not complete yet (or another run holds the lock); retry later."""
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import zoneinfo
+
+    from cdc_delta.exceptions import NotReady
+    from cdc_delta.lock import LockHeld
+    from cdc_delta.snapshot.hive_publish import metastore_conf
+    from cdc_delta.snapshot.positions import kafka_positions_of
+    from cdc_delta.snapshot.run import run_snapshot
+    from cdc_delta.spark_session import build_session
+
+    config = load_config(args.config)
+    if args.date:
+        try:
+            day = dt.date.fromisoformat(args.date)
+        except ValueError:
+            raise CdcDeltaError(f"--date {args.date!r} is not a date: use YYYY-MM-DD, e.g. 2026-03-01") from None
+    else:
+        day = dt.datetime.now(zoneinfo.ZoneInfo(config.snapshot.time_zone)).date() - dt.timedelta(days=1)
+    positions = (lambda: None) if args.skip_kafka_check else kafka_positions_of(config)
+    spark = build_session(config.spark, metastore_conf(config))
+    try:
+        report = run_snapshot(spark, config, day, positions, from_stock=args.from_stock, wait_minutes=args.wait)
+    except (NotReady, LockHeld) as exc:
+        print(f"cdc-delta snapshot: {exc}", file=sys.stderr)
+        return EXIT_NOT_READY
+    for t in report.tables:
+        source = (
+            f", source count {t.source_count} (difference {t.count_difference})" if t.source_count is not None else ""
+        )
+        print(
+            f"{t.hive_table} dt={report.date}: {t.rows} rows from {t.base} ({t.base_rows}) + Delta v{t.delta_version} "
+            f"({t.changed_keys} changed keys, {t.deletes_applied} deletes applied){source}"
+        )
+    print(f"snapshot {report.date} published at stream batch {report.batch_id} in {report.duration_s}s")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Register this module's commands on the top-level subparsers."""
+    maintain = sub.add_parser(
+        "maintain",
+        help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM, checkpoint (safe beside the stream)",
+    )
+    add_config_argument(maintain)
+    maintain.add_argument(
+        "--wait", type=float, default=0, help="seconds to wait for a running maintenance to finish (default: exit)"
+    )
+    maintain.set_defaults(func=cmd_maintain)
+
+    snapshot = sub.add_parser(
+        "snapshot",
+        help="nightly: publish the Delta tables plus the stock export as Hive partition dt=DATE",
+        description=(
+            "Publish partition dt=DATE of <snapshot.database>.<table> for every snapshot table: the previous "
+            "snapshot (or the stock export the first time) with the Delta table's changes up to the end of DATE. "
+            f"Exits {EXIT_NOT_READY} without touching anything when the stream has not passed the end of DATE on "
+            "every Kafka partition yet (or another snapshot run is going): run it again later."
+        ),
+    )
+    add_config_argument(snapshot)
+    snapshot.add_argument("--date", help="the day to publish, YYYY-MM-DD (default: yesterday in snapshot.time_zone)")
+    snapshot.add_argument(
+        "--wait", type=float, help="minutes to wait for the stream to pass the cut-off (default: snapshot.wait_minutes)"
+    )
+    snapshot.add_argument(
+        "--from-stock", action="store_true", help="start from the stock export instead of the previous snapshot"
+    )
+    snapshot.add_argument(
+        "--skip-kafka-check",
+        action="store_true",
+        help="judge readiness from the Delta commits alone, without asking Kafka (quiet partitions never pass)",
+    )
+    snapshot.set_defaults(func=cmd_snapshot)

@@ -1,0 +1,65 @@
+"""The ``cdc-delta`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from cdc_delta import __version__
+from cdc_delta.cli import demo, jobs, stream
+from cdc_delta.cli.common import logger
+from cdc_delta.exceptions import CdcDeltaError
+
+EPILOG = """\
+examples:
+  cdc-delta demo                               apply generated Debezium events to local Delta tables
+  cdc-delta check-config --config cdc.yaml     validate a config file and print what it resolves to
+  cdc-delta snapshot --config cdc.yaml        publish yesterday's Hive partition (nightly)
+  cdc-delta sql --config cdc.yaml "SELECT count(*) FROM inventory.orders WHERE NOT _cdc_deleted"
+
+Config: one YAML file (see streaming/example-config.yaml); any field can be overridden with an
+environment variable CDC_DELTA__SECTION__FIELD, e.g. CDC_DELTA__KAFKA__BOOTSTRAP_SERVERS=host:9092.
+"""
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cdc-delta",
+        description="Replicate MySQL/MariaDB tables into Delta Lake from Debezium change events.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"cdc-delta {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, with tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for group in (stream, jobs, demo):
+        group.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return int(args.func(args))
+    except CdcDeltaError as exc:
+        logger.debug("failed", exc_info=True)
+        print(f"cdc-delta: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Commands of the stream and its tables: stream, status, replay-dead-letters, check-config, sql."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+from cdc_delta.cli.common import add_config_argument, dash, logger, register_tables, spark_for
+from cdc_delta.config import load_config
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    from pyspark.errors import StreamingQueryException
+
+    from cdc_delta.ingest.stream import GracefulStop, run_until_stopped, start_stream
+
+    config = load_config(args.config)
+    stop = GracefulStop()
+    stop.install()
+    spark = spark_for(config)
+    query = start_stream(spark, config, available_now=args.until_caught_up, stop_requested=stop.requested)
+    try:
+        run_until_stopped(query, stop)
+    except StreamingQueryException as exc:
+        logger.debug("stream failed", exc_info=True)
+        print(
+            f"cdc-delta: the stream failed: {root_cause(str(exc))}\n"
+            "It resumes from its checkpoint when started again; run with -v for the full trace.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def root_cause(text: str) -> str:
+    """The last ``SomeException: message`` line of a Spark error, without the query plan dump."""
+    head = text.split("=== Streaming Query ===")[0]
+    causes = [line.strip() for line in head.splitlines() if re.match(r"\s*[\w.]+(Exception|Error): ", line)]
+    return causes[-1] if causes else head.strip().splitlines()[0]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+
+    from cdc_delta.ingest.kafka_offsets import partition_lag
+    from cdc_delta.ingest.table_status import dead_letter_count, delta_positions, table_status
+
+    config = load_config(args.config)
+    kafka = config.kafka
+    lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+    spark = spark_for(config)
+    tables = table_status(spark, config)
+    in_delta = delta_positions(tables)
+    print(f"{'topic':<40} {'part':>4} {'end':>10} {'in Delta':>10} {'group':>10} {'lag':>8}")
+    for lag in lags:
+        delta = in_delta.get((lag.topic, lag.partition))
+        print(
+            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {dash(delta):>10} {dash(lag.committed):>10} "
+            f"{dash(lag.lag):>8}"
+        )
+    total = sum(lag.lag or 0 for lag in lags)
+    print(
+        f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id}; "
+        "'in Delta' is the next offset after the last one a table commit recorded)\n"
+    )
+    now = time.time()
+    print(f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'rows':>10} {'deleted':>8}")
+    for st in tables:
+        fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
+        when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
+        print(
+            f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} "
+            f"{dash(st.rows):>10} {dash(st.deleted):>8}"
+        )
+    dead = dead_letter_count(spark, config)
+    print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from cdc_delta.ingest.replay import replay_dead_letters
+
+    config = load_config(args.config)
+    since = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc) if args.since else None
+    result = replay_dead_letters(spark_for(config), config, args.table, since)
+    print(
+        f"replay: {result.rows_in} dead letters, {result.applied} applied, "
+        f"{result.dead_lettered} dead-lettered again, {result.skipped} skipped"
+    )
+    return 0 if result.dead_lettered == 0 else 1
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    for table in config.tables:
+        print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}")
+    print(f"dead letters -> {config.storage.dead_letters}")
+    print(f"config {args.config} is valid")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    spark = spark_for(config)
+    names = register_tables(spark, config)
+    logger.info("tables: %s", ", ".join(names) or "(none created yet)")
+    spark.sql(args.query).show(args.limit, truncate=False)
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Register this module's commands on the top-level subparsers."""
+    check = sub.add_parser("check-config", help="validate a config file")
+    add_config_argument(check)
+    check.set_defaults(func=cmd_check_config)
+
+    stream = sub.add_parser("stream", help="run the streaming application (Kafka -> Delta) until stopped")
+    add_config_argument(stream)
+    stream.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="process what is in Kafka now, then exit (Spark's availableNow trigger)",
+    )
+    stream.set_defaults(func=cmd_stream)
+
+    status = sub.add_parser("status", help="lag per partition, freshness and last commit per table, dead letters")
+    add_config_argument(status)
+    status.set_defaults(func=cmd_status)
+
+    replay = sub.add_parser(
+        "replay-dead-letters",
+        help="re-apply dead letters (after fixing a stopped table); exits 1 if some still fail",
+    )
+    add_config_argument(replay)
+    replay.add_argument("--table", help="only the dead letters of this logical table (db.table)")
+    replay.add_argument("--since", help="only those dead-lettered at or after this UTC time (YYYY-MM-DDTHH:MM)")
+    replay.set_defaults(func=cmd_replay)
+
+    sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
+    add_config_argument(sql)
+    sql.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    sql.add_argument("query", help="the SQL query")
+    sql.set_defaults(func=cmd_sql)

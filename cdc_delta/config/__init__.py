@@ -1,0 +1,32 @@
+"""The one configuration file: Kafka, Spark, storage, the replicated tables, and the jobs.
+
+Loaded from YAML (or JSON) plus environment overrides ``CDC_DELTA__SECTION__FIELD=value``
+(``CDC_DELTA__KAFKA__BOOTSTRAP_SERVERS=broker:9092``). Validated before anything starts:
+a bad file raises :class:`~cdc_delta.exceptions.ConfigError` naming the field and the fix.
+
+Sections live in their own modules (:mod:`.app`, :mod:`.tables`, :mod:`.jobs`); this package is
+where callers import them from.
+"""
+
+from cdc_delta.config.app import AppConfig, KafkaConfig, SparkConfig, StorageConfig
+from cdc_delta.config.common import is_uri
+from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
+from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
+
+__all__ = [
+    "DELTA_MIN_RETENTION_HOURS",
+    "ENV_PREFIX",
+    "AppConfig",
+    "KafkaConfig",
+    "MaintenanceConfig",
+    "SnapshotConfig",
+    "SourceCountJdbc",
+    "SparkConfig",
+    "StockExportConfig",
+    "StorageConfig",
+    "TableConfig",
+    "is_uri",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,160 @@
+"""The whole configuration file: Kafka, Spark, storage, the tables and the jobs."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from cdc_delta.config.common import Frozen, absolute, check_regex
+from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.tables import TableConfig
+from cdc_delta.exceptions import ConfigError
+
+_APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class KafkaConfig(Frozen):
+    """Where the change events come from."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    """Comma-separated host:port list of the Kafka brokers."""
+    topics: list[str] = Field(default_factory=list)
+    """Topics to subscribe to. Leave empty to use ``topic_pattern``."""
+    topic_pattern: str | None = None
+    """A Java regex of topics to subscribe to (Spark's ``subscribePattern``), instead of ``topics``."""
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a new stream (no checkpoint yet) starts reading."""
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    """Upper bound on records per micro-batch; unset reads everything available."""
+    value_format: Literal["json"] = "json"
+    """Encoding of the record values: Debezium's JsonConverter output (with or without schemas)."""
+    options: dict[str, str] = Field(default_factory=dict)
+    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``."""
+
+    @model_validator(mode="after")
+    def _one_subscription(self) -> KafkaConfig:
+        if self.topics and self.topic_pattern:
+            raise ValueError("set either kafka.topics or kafka.topic_pattern, not both")
+        check_regex(self.topic_pattern, "kafka.topic_pattern")
+        return self
+
+
+class SparkConfig(Frozen):
+    """How the Spark session is built. Static settings only take effect in a new process."""
+
+    master: str | None = "local[2]"
+    """Spark master; ``null`` leaves it to spark-submit (YARN, Kubernetes, ...)."""
+    app_name: str = "cdc-delta"
+    """Spark application name."""
+    shuffle_partitions: int = Field(default=4, gt=0)
+    """``spark.sql.shuffle.partitions``: 2-4x the cores. Spark's default of 200 writes 200 tiny files."""
+    jars_dir: str | None = None
+    """Folder of pre-fetched JVM jars (scripts/fetch-jars.sh). Default: ``$CDC_DELTA_JARS_DIR`` or
+    ``./.jars/spark``; when it holds no jars, Spark resolves them from Maven Central at start."""
+    conf: dict[str, str] = Field(default_factory=dict)
+    """Any other Spark settings, applied last."""
+
+
+class StorageConfig(Frozen):
+    """Where tables, dead letters and checkpoints live (local paths or s3a://, abfss://, gs:// URIs)."""
+
+    root: str
+    """Base location; a logical table ``db.table`` lives at ``<root>/db/table``."""
+    dead_letter_path: str | None = None
+    """Dead-letter Delta table; default ``<root>/_cdc_dead_letters``."""
+    checkpoint_root: str | None = None
+    """Streaming checkpoints; default ``<root>/_cdc_checkpoints``."""
+
+    @field_validator("root", "dead_letter_path", "checkpoint_root")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        """Local relative paths are taken from the working directory and made absolute (Delta's
+        table builder refuses relative locations); URIs (s3a://, file:/...) stay as they are."""
+        return absolute(value)
+
+    def table_path(self, table: TableConfig) -> str:
+        return table.path or f"{self.root.rstrip('/')}/{table.name.replace('.', '/')}"
+
+    @property
+    def dead_letters(self) -> str:
+        return self.dead_letter_path or f"{self.root.rstrip('/')}/_cdc_dead_letters"
+
+
+class AppConfig(Frozen):
+    """The whole configuration file."""
+
+    app_id: str
+    """Names this pipeline: the Delta transaction id prefix, the consumer group, the checkpoint folder.
+    Change it and the stream starts over."""
+    storage: StorageConfig
+    tables: list[TableConfig]
+    kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    trigger_interval: str = "10 seconds"
+    """Micro-batch trigger interval for the stream."""
+    truncate_policy: Literal["soft_delete", "skip", "dead_letter"] = "soft_delete"
+    """What a TRUNCATE (op ``t``) does: soft-delete every row of that source table written before it,
+    skip it (counted), or park it in the dead letters for a person to decide."""
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    allow_type_widening: bool = True
+    """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
+    type widening. Off: such a change stops the table like any other incompatible change."""
+
+    @field_validator("app_id")
+    @classmethod
+    def _app_id(cls, value: str) -> str:
+        if not _APP_ID.fullmatch(value):
+            raise ValueError(f"app_id {value!r} must be letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("tables")
+    @classmethod
+    def _tables(cls, value: list[TableConfig]) -> list[TableConfig]:
+        if not value:
+            raise ValueError("list at least one table under tables:")
+        seen: set[str] = set()
+        for table in value:
+            if table.name in seen:
+                raise ValueError(f"table {table.name!r} is listed twice; each logical table once")
+            seen.add(table.name)
+        return value
+
+    @model_validator(mode="after")
+    def _snapshot_tables(self) -> AppConfig:
+        names = {t.name for t in self.tables}
+        unknown = [n for n in self.snapshot.tables if n not in names]
+        if unknown:
+            raise ValueError(f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}")
+        sharded = [t.name for t in self.tables if t.key_includes_source and t.name in self.snapshot.tables]
+        if sharded:
+            raise ValueError(
+                f"snapshot.tables lists {sharded}, whose key includes the shard (key_includes_source): the "
+                "nightly snapshot does not support those tables; leave them out"
+            )
+        short = [t.name.split(".")[-1] for t in self.snapshot_tables()]
+        clashes = sorted({n for n in short if short.count(n) > 1})
+        if clashes:
+            raise ValueError(
+                f"snapshot tables would share Hive names {self.snapshot.database}.{clashes}: list only one table "
+                "per name under snapshot.tables"
+            )
+        return self
+
+    def snapshot_tables(self) -> list[TableConfig]:
+        """The tables the nightly snapshot publishes."""
+        if self.snapshot.tables:
+            return [t for t in self.tables if t.name in self.snapshot.tables]
+        return [t for t in self.tables if not t.key_includes_source]
+
+    def under_root(self, configured: str | None, name: str) -> str:
+        """``configured`` if set, else ``<storage.root>/<name>``."""
+        return configured or f"{self.storage.root.rstrip('/')}/{name}"
+
+    def table(self, name: str) -> TableConfig:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise ConfigError(f"no table named {name!r} in the config; known: {[t.name for t in self.tables]}")

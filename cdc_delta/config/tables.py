@@ -1,0 +1,192 @@
+"""One replicated table: its routing, key, column types, stock export and source count."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from cdc_delta.config.common import IDENTIFIER, Frozen, absolute, check_regex
+from cdc_delta.events import column_types
+from cdc_delta.exceptions import ConfigError
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+class StockExportConfig(Frozen):
+    """The full export of a table as DataX writes it: the nightly snapshot's base the first time.
+
+    Text files have no header; their fields follow the table's ``columns`` in order.
+    """
+
+    path: str
+    """A folder of export files (every file in it not starting with '.' or '_'), or a glob such as
+    ``/exports/orders/orders__*``."""
+    format: Literal["text", "parquet", "orc"] = "text"
+    """``text``: delimited lines; ``parquet``/``orc``: columns in table order (their names are ignored)."""
+    delimiter: str = "\t"
+    """Field delimiter of text files, one or more characters (``"\\t"``, ``"\\u0001"``, ``","``
+    in YAML double quotes)."""
+    null_marker: str = "\\N"
+    """A field equal to this is NULL (DataX writes ``\\N``)."""
+    compression: Literal["auto", "none", "gzip", "bzip2"] = "auto"
+    """Compression of text files; ``auto`` tells gzip and bzip2 by their first bytes."""
+    encoding: str = "utf-8"
+    """Character encoding of text files; a line that does not decode is rejected."""
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return str(absolute(value))
+
+    @field_validator("delimiter")
+    @classmethod
+    def _delimiter(cls, value: str) -> str:
+        if not value or "\n" in value or "\r" in value:
+            raise ValueError("stock.delimiter must be one or more characters other than a newline")
+        return value
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str) -> str:
+        try:
+            "".encode(value)
+        except LookupError:
+            raise ValueError(f"stock.encoding {value!r} is not an encoding Python knows (e.g. utf-8, gbk)") from None
+        return value
+
+
+class SourceCountJdbc(Frozen):
+    """Count the source table over JDBC when the snapshot is published (MariaDB or MySQL)."""
+
+    url: str
+    """``jdbc:mariadb://host:3306/shop`` (the bundled MariaDB driver also serves MySQL servers);
+    never with the password in it."""
+    query: str
+    """The count, e.g. ``SELECT COUNT(*) FROM orders``: its first column of the first row is used."""
+    user: str | None = None
+    password_env: str | None = None
+    """Name of the environment variable holding the password."""
+    password_file: str | None = None
+    """Or a file holding it (a mounted secret); its surrounding whitespace is ignored."""
+    driver: str = "org.mariadb.jdbc.Driver"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith("jdbc:"):
+            raise ValueError(f"source_count_jdbc.url {value!r} must be a JDBC URL (jdbc:mariadb://host:3306/db)")
+        if "password" in value.lower():
+            raise ValueError(
+                "source_count_jdbc.url must not hold the password: set password_env or password_file instead"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_password(self) -> SourceCountJdbc:
+        if self.password_env and self.password_file:
+            raise ValueError("set source_count_jdbc.password_env or password_file, not both")
+        return self
+
+    def password(self) -> str | None:
+        """The password from the environment or the file (read when needed, never logged)."""
+        if self.password_env:
+            value = os.environ.get(self.password_env)
+            if value is None:
+                raise ConfigError(
+                    f"source_count_jdbc.password_env names {self.password_env}, which is not set in the environment"
+                )
+            return value
+        if self.password_file:
+            try:
+                return Path(self.password_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"source_count_jdbc.password_file {self.password_file} cannot be read: {exc.strerror}"
+                ) from None
+        return None
+
+
+class TableConfig(Frozen):
+    """One logical table: which events feed it, its key, and optionally its column types."""
+
+    name: str
+    """Logical name, ``db.table`` or ``table`` (letters, digits, underscores)."""
+    topics: list[str] = Field(default_factory=list)
+    """Topics whose events belong to this table."""
+    topic_pattern: str | None = None
+    """Or a Python regex matched against the whole topic name."""
+    source_database: str | None = None
+    """Regex matched against the whole ``source.db`` of each event (shards: ``shop_[0-7]``)."""
+    source_table: str | None = None
+    """Regex matched against the whole ``source.table`` of each event (shards: ``orders_\\d{3}``)."""
+    key: list[str]
+    """Primary-key columns, in order."""
+    key_includes_source: bool = False
+    """Add the shard (source db and table) to the key, for shards that reuse primary keys."""
+    columns: dict[str, str] = Field(default_factory=dict)
+    """Column types (Spark SQL names) for events that carry no Connect schema. Columns the events'
+    own schema describes take the schema's type."""
+    path: str | None = None
+    """Override of the table location; default ``<storage.root>/<db>/<table>``."""
+    zorder_by: list[str] = Field(default_factory=list)
+    """Columns to cluster by when maintenance runs OPTIMIZE (default: the key)."""
+    stock: StockExportConfig | None = None
+    """The table's full export (DataX), the nightly snapshot's base the first time. Without it the
+    first snapshot holds only what the stream captured (enough when Debezium's initial snapshot ran)."""
+    source_count_path: str | None = None
+    """A file holding the source table's row count at the cut-off (one integer), written by the export
+    job; ``{date}`` is replaced by the snapshot date. The snapshot report compares its count with it."""
+    source_count_jdbc: SourceCountJdbc | None = None
+    """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
+    the difference then includes the changes since the cut-off)."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _TABLE_NAME.fullmatch(value):
+            raise ValueError(f"table name {value!r} must look like db.table or table (letters, digits, _)")
+        return value
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("key must name at least one primary-key column, e.g. key: [id]")
+        for col in value:
+            if not IDENTIFIER.fullmatch(col) or col.startswith("_cdc_"):
+                raise ValueError(f"key column {col!r} must be a plain identifier not starting with _cdc_")
+        return value
+
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, value: dict[str, str]) -> dict[str, str]:
+        out = {}
+        for col, type_name in value.items():
+            if not IDENTIFIER.fullmatch(col) or col.startswith("_cdc_"):
+                raise ValueError(f"column {col!r} must be a plain identifier not starting with _cdc_")
+            out[col] = column_types.normalize(type_name)
+        return out
+
+    @model_validator(mode="after")
+    def _routed(self) -> TableConfig:
+        check_regex(self.topic_pattern, "topic_pattern")
+        check_regex(self.source_database, "source_database")
+        check_regex(self.source_table, "source_table")
+        if not (self.topics or self.topic_pattern or self.source_table):
+            raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
+        if self.source_count_path and self.source_count_jdbc:
+            raise ValueError(f"table {self.name!r}: set source_count_path or source_count_jdbc, not both")
+        if self.stock is not None:
+            if not self.columns:
+                raise ValueError(
+                    f"table {self.name!r} has a stock export but no columns: list them in export order "
+                    "under columns: (name: type), key columns included"
+                )
+            missing = [k for k in self.key if k not in self.columns]
+            if missing:
+                raise ValueError(f"table {self.name!r}: key column(s) {missing} missing from columns")
+        return self

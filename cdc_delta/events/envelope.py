@@ -1,0 +1,144 @@
+"""Decode one Kafka record holding a Debezium change event (JsonConverter, with or without schemas).
+
+Pure Python, no Spark: :mod:`cdc_delta.decode` runs :func:`decode_record` on the executors. Every
+record ends in exactly one of three outcomes: ``ok`` (an event for a table), ``skip`` (a Debezium
+tombstone, or a truncate the policy skips), or ``dead`` (with the reason), so that
+rows in = applied + dead-lettered + skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from cdc_delta.config import AppConfig
+from cdc_delta.events import logical_types
+from cdc_delta.events.ordering import Seq, event_seq
+from cdc_delta.events.routing import Router
+
+OPS = ("c", "u", "d", "r", "t")
+OK, SKIP, DEAD = "ok", "skip", "dead"
+TOMBSTONE = "tombstone"
+
+
+class Decoded(NamedTuple):
+    """The outcome of decoding one record. ``row_json``/``schema_json`` are set for row events only."""
+
+    status: str
+    reason: str | None = None
+    table: str | None = None
+    op: str | None = None
+    source_db: str | None = None
+    source_table: str | None = None
+    seq: Seq | None = None
+    source_ts_ms: int | None = None
+    row_json: str | None = None
+    schema_json: str | None = None
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """What the decoder needs from the config, small and picklable for the executors."""
+
+    router: Router
+    keys: dict[str, tuple[str, ...]]
+    columns: dict[str, dict[str, str]] = field(default_factory=dict)
+    truncate_policy: str = "soft_delete"
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> DecodePlan:
+        return cls(
+            router=Router(config.tables),
+            keys={t.name: tuple(t.key) for t in config.tables},
+            columns={t.name: dict(t.columns) for t in config.tables},
+            truncate_policy=config.truncate_policy,
+        )
+
+
+def _dead(reason: str, **known: Any) -> Decoded:
+    return Decoded(DEAD, reason, **known)
+
+
+def _image_fields(schema: Any, image_name: str) -> dict[str, dict[str, Any]] | None:
+    """The Connect field schemas of the ``before``/``after`` struct, by column name; None if absent."""
+    if not isinstance(schema, dict):
+        return None
+    for envelope_field in schema.get("fields") or []:
+        if isinstance(envelope_field, dict) and envelope_field.get("field") == image_name:
+            return {f["field"]: f for f in envelope_field.get("fields") or [] if isinstance(f, dict)}
+    return None
+
+
+def _decode_image(
+    image: dict[str, Any], fields: dict[str, dict[str, Any]] | None, configured: dict[str, str]
+) -> tuple[dict[str, Any], list[list[str]]]:
+    """Canonical values and ``[[column, type], ...]`` of one row image; ValueError names the column."""
+    values: dict[str, Any] = {}
+    schema: list[list[str]] = []
+    names = list(fields) if fields is not None else list(image)
+    names += [name for name in image if name not in names]
+    for name in names:
+        raw = image.get(name)
+        try:
+            if fields is not None and name in fields:
+                type_name = logical_types.connect_column_type(fields[name])
+                value = logical_types.decode_connect_value(fields[name], raw)
+            else:
+                type_name = configured.get(name) or logical_types.infer_column_type(raw) or ""
+                value = logical_types.to_canonical(type_name, raw) if type_name else None
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise ValueError(f"column {name!r}: cannot decode {raw!r}: {exc}") from None
+        values[name] = value
+        if type_name:
+            schema.append([name, type_name])
+    return values, schema
+
+
+def decode_record(topic: str, partition: int, offset: int, value: bytes | None, plan: DecodePlan) -> Decoded:
+    """Decode one Kafka record value into an event for a table, a skip, or a dead letter."""
+    if value is None:
+        return Decoded(SKIP, TOMBSTONE)
+    try:
+        message = json.loads(value)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return _dead(f"value is not valid UTF-8 JSON: {exc}")
+    schema = None
+    if isinstance(message, dict) and "payload" in message and "schema" in message:
+        schema, message = message["schema"], message["payload"]
+    if message is None:
+        return Decoded(SKIP, TOMBSTONE)
+    if not isinstance(message, dict):
+        return _dead(f"value is JSON {type(message).__name__}, not a Debezium envelope object")
+    op = message.get("op")
+    if op not in OPS:
+        return _dead(f"unknown op {op!r}: expected one of {', '.join(OPS)}")
+    source = message.get("source")
+    if not isinstance(source, dict):
+        source = {}
+    db, tbl = source.get("db"), source.get("table")
+    known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
+    table = plan.router.route(topic, db, tbl)
+    if table is None:
+        return _dead(f"no configured table routes topic {topic!r} (source db {db!r}, table {tbl!r})", **known)
+    known["table"] = table
+    seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
+    known.update(seq=seq, source_ts_ms=seq.ts_ms or None)
+    if op == "t":
+        if plan.truncate_policy == "skip":
+            return Decoded(SKIP, "truncate skipped (truncate_policy=skip)", **known)
+        if plan.truncate_policy == "dead_letter":
+            return _dead("truncate parked for review (truncate_policy=dead_letter)", **known)
+        return Decoded(OK, **known)
+    image_name = "before" if op == "d" else "after"
+    image = message.get(image_name)
+    if not isinstance(image, dict):
+        return _dead(f"op {op!r} event has no {image_name!r} row image", **known)
+    try:
+        values, columns = _decode_image(image, _image_fields(schema, image_name), plan.columns.get(table, {}))
+    except ValueError as exc:
+        return _dead(str(exc), **known)
+    missing = [k for k in plan.keys[table] if values.get(k) is None]
+    if missing:
+        return _dead(f"key column(s) {missing} missing or null in the {image_name!r} image", **known)
+    return Decoded(OK, row_json=json.dumps(values), schema_json=json.dumps(columns), **known)

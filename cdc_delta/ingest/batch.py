@@ -1,0 +1,229 @@
+"""One micro-batch end to end: decode, route, dedupe, MERGE per table, dead letters, one log line.
+
+:class:`BatchProcessor` is the ``foreachBatch`` function of the stream. It never collects events to
+the driver: only counts, offsets, schema descriptors and truncate markers (a few rows) come back
+(:mod:`.batch_stats`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.config import AppConfig
+from cdc_delta.events.envelope import DEAD, OK, SKIP, DecodePlan
+from cdc_delta.events.ordering import Seq
+from cdc_delta.exceptions import ConfigError, SchemaChangeError
+from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
+from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
+from cdc_delta.ingest.decode import decode_batch, field, is_dead, is_row_event
+from cdc_delta.ingest.dedupe import latest_per_key
+from cdc_delta.ingest.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
+from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows
+from cdc_delta.ingest.results import BatchResult, TableResult
+from cdc_delta.ingest.rows import typed_rows
+from cdc_delta.ingest.schema_evolution import SchemaPlan, plan_schema
+from cdc_delta.maintenance.write_hold import hold_path, lock_path, wait_while_held
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What every table of one micro-batch shares."""
+
+    spark: SparkSession
+    decoded: DataFrame
+    """The Kafka columns plus the ``_decoded`` struct, persisted for the batch."""
+    batch_id: int
+    started: dt.datetime
+    metadata: dict[str, Any]
+    """Commit metadata of the whole batch (app, batch id, offsets and source times per partition)."""
+
+
+@dataclass(frozen=True)
+class _TableWork:
+    """One table's share of a batch."""
+
+    name: str
+    events: int
+    descriptors: list[str]
+    """The distinct ``schema_json`` of its row events."""
+    truncates: list[tuple[str | None, str | None, Seq]]
+    metadata: dict[str, Any]
+    """The batch's commit metadata plus this table's name, event count and newest source time."""
+
+
+def _table_work(stats: BatchStats, batch_metadata: dict[str, Any]) -> list[_TableWork]:
+    return [
+        _TableWork(
+            name=name,
+            events=stats.events_by_table[name],
+            descriptors=sorted(stats.descriptors[name]),
+            truncates=stats.truncates[name],
+            metadata={
+                **batch_metadata,
+                "table": name,
+                "events": stats.events_by_table[name],
+                "table_max_source_ts_ms": stats.max_ts_by_table.get(name),
+            },
+        )
+        for name in sorted(stats.events_by_table)
+    ]
+
+
+class BatchProcessor:
+    """The ``foreachBatch`` function: ``query.foreachBatch(BatchProcessor(config))``."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self.config = config
+        self.plan = DecodePlan.from_config(config)
+        # Table schema and stopped flag, read once per table and kept current by this processor's own
+        # changes: an operator who alters a table or clears its stopped flag restarts the stream.
+        self._states: dict[str, TableState] = {}
+        # The last batch id this processor merged per table: a batch id not above it is a replay, and
+        # the first batch after a start is checked against the table's commit history.
+        self._last_batch: dict[str, int] = {}
+        self._lock_file = _maintenance_lock(config)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        result = self.process(batch, batch_id)
+        logger.info("%s", result.summary())
+
+    def process(self, batch: DataFrame, batch_id: int) -> BatchResult:
+        """Apply one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
+        started = dt.datetime.now(dt.timezone.utc)
+        t0 = time.monotonic()
+        decoded = decode_batch(batch, self.plan).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            stats = collect_stats(decoded)
+            if not stats.rows_in:
+                return BatchResult(batch_id, duration_s=time.monotonic() - t0)
+            metadata = {
+                "app_id": self.config.app_id,
+                "batch_id": batch_id,
+                "offsets": stats.offsets,
+                "max_source_ts_ms": stats.max_source_ts_ms,
+                # How far the stream has read on each partition, in source time: tombstone purge
+                # waits until every partition is past a tombstone (cdc_delta.maintenance.purge).
+                "partition_max_source_ts_ms": {t: dict(p) for t, p in stats.max_ts_by_partition.items()},
+            }
+            ctx = _Batch(batch.sparkSession, decoded, batch_id, started, metadata)
+            tables = [self._apply_table(ctx, work) for work in _table_work(stats, metadata)]
+            parked = [(t.table, t.error or "table stopped") for t in tables if t.parked]
+            parked_count = sum(t.parked for t in tables)
+            dead_count = stats.by_status[DEAD] + parked_count
+            if dead_count:
+                self._write_dead_letters(ctx, parked)
+            return BatchResult(
+                batch_id=batch_id,
+                rows_in=stats.rows_in,
+                applied=stats.by_status[OK] - parked_count,
+                dead_lettered=dead_count,
+                skipped=stats.by_status[SKIP],
+                tombstones=stats.tombstones,
+                tables=tuple(tables),
+                offsets={t: dict(p) for t, p in stats.offsets.items()},
+                max_source_ts_ms=stats.max_source_ts_ms,
+                duration_s=time.monotonic() - t0,
+            )
+        finally:
+            decoded.unpersist()
+
+    def _apply_table(self, ctx: _Batch, work: _TableWork) -> TableResult:
+        """Follow the table's schema, MERGE its events, apply its truncates; a table that cannot follow
+        its source stops, and its events are parked."""
+        path = self.config.storage.table_path(self.config.table(work.name))
+        state = self._states.get(path) or table_state(ctx.spark, path)
+        if not state.exists and not work.descriptors:
+            return TableResult(work.name, work.events)  # only truncates of a table that holds nothing yet
+        plan = self._plan_schema(ctx.spark, work, path, state)
+        if isinstance(plan, str):
+            return TableResult(work.name, work.events, parked=work.events, error=plan)
+        if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
+            wait_while_held(hold_path(self._lock_file, work.name), work.name)
+        if not state.exists:
+            create_table(ctx.spark, path, plan.columns)
+        elif plan.changed:
+            apply_schema_plan(ctx.spark, path, plan)
+        self._states[path] = TableState(True, plan.columns)
+        merge = self._merge(ctx, work, path, plan) if work.descriptors else MergeResult(work.name, replayed=False)
+        truncated = self._truncate(ctx, work, path)
+        return TableResult(work.name, work.events, merge=merge, truncated=truncated)
+
+    def _plan_schema(self, spark: SparkSession, work: _TableWork, path: str, state: TableState) -> SchemaPlan | str:
+        """The table's columns after this batch, or why the table is (now) stopped."""
+        if state.stopped:
+            reason = (
+                f"table {work.name} is stopped (table property cdc_delta.stopped=true) after an "
+                "incompatible schema change; event parked for replay"
+            )
+            logger.error("%s: %d events parked", reason, work.events)
+            return reason
+        try:
+            return plan_schema(work.name, state.business, work.descriptors, self.config.allow_type_widening)
+        except SchemaChangeError as exc:
+            logger.error("%s", exc)
+            if not state.exists:
+                create_table(spark, path, ())
+            mark_stopped(spark, path)
+            self._states[path] = TableState(True, state.business, stopped=True)
+            return str(exc)
+
+    def _merge(self, ctx: _Batch, work: _TableWork, path: str, plan: SchemaPlan) -> MergeResult:
+        table = self.config.table(work.name)
+        key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
+        events = ctx.decoded.where(is_row_event() & (field("table") == work.name))
+        latest = latest_per_key(typed_rows(events, plan.columns, ctx.started), key)
+        latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
+        check_replay = ctx.batch_id <= self._last_batch.get(work.name, -1) or work.name not in self._last_batch
+        try:
+            commit = Commit(f"{self.config.app_id}:{work.name}", ctx.batch_id, work.metadata)
+            result = merge_rows(
+                ctx.spark, path, latest, key, dict(plan.columns), commit, work.name, check_replay=check_replay
+            )
+        finally:
+            latest.unpersist()
+        self._last_batch[work.name] = max(ctx.batch_id, self._last_batch.get(work.name, -1))
+        return result
+
+    def _truncate(self, ctx: _Batch, work: _TableWork, path: str) -> int:
+        """Apply the batch's latest truncate of each source table; returns the rows soft-deleted."""
+        truncated = 0
+        for (db, tbl), seq in latest_truncates(work.truncates).items():
+            # One transaction id per source table: two truncates in a batch are two commits.
+            commit = Commit(
+                f"{self.config.app_id}:{work.name}:truncate:{db}.{tbl}",
+                ctx.batch_id,
+                {**work.metadata, "operation": "truncate", "source": f"{db}.{tbl}"},
+            )
+            rows, _ = apply_truncate(ctx.spark, path, db, tbl, seq, commit)
+            truncated += rows
+        return truncated
+
+    def _write_dead_letters(self, ctx: _Batch, parked: list[tuple[str, str]]) -> None:
+        reason: Column = field("reason")
+        selector = is_dead()
+        for name, why in parked:
+            is_parked = (field("status") == OK) & (field("table") == name)
+            reason = F.when(is_parked, F.lit(why)).otherwise(reason)
+            selector = selector | is_parked
+        rows = dead_letter_rows(ctx.decoded.where(selector), self.config.app_id, ctx.batch_id, ctx.started, reason)
+        write_dead_letters(rows, self.config.storage.dead_letters, self.config.app_id, ctx.batch_id)
+
+
+def _maintenance_lock(config: AppConfig) -> str | None:
+    """The maintenance lock, beside which maintenance leaves its holds; None where maintenance cannot
+    run either (a remote storage root without maintenance.lock_path)."""
+    try:
+        return lock_path(config)
+    except ConfigError:
+        return None

@@ -1,0 +1,81 @@
+"""What a micro-batch holds, learnt in one small Spark job: counts per status, offsets and source times
+per partition, events, schema descriptors and truncate markers per table. Nothing else of the batch
+comes back to the driver."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cdc_delta.events.envelope import OK
+from cdc_delta.events.ordering import Seq
+from cdc_delta.ingest.decode import field, is_row_event, is_tombstone, is_truncate
+
+
+@dataclass
+class BatchStats:
+    rows_in: int = 0
+    by_status: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    tombstones: int = 0
+    events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
+    max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
+    max_ts_by_partition: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
+    descriptors: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
+    truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def max_source_ts_ms(self) -> int | None:
+        return max(self.max_ts_by_table.values(), default=None)
+
+
+def collect_stats(decoded: DataFrame) -> BatchStats:
+    """Counts, offsets, schema descriptors and truncate markers of a batch, in one small Spark job."""
+    truncate = F.when(is_truncate(), F.struct(field("source_db"), field("source_table"), field("seq")))
+    rows = (
+        decoded.groupBy(
+            "topic",
+            "partition",
+            field("status").alias("status"),
+            field("table").alias("table"),
+            is_tombstone().alias("tombstone"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max("offset").alias("max_offset"),
+            F.max(field("source_ts_ms")).alias("max_ts"),
+            F.collect_set(F.when(is_row_event(), field("schema_json"))).alias("schemas"),
+            F.collect_set(truncate).alias("truncates"),
+        )
+        .collect()
+    )
+    stats = BatchStats()
+    for r in rows:
+        stats.rows_in += r["n"]
+        stats.by_status[r["status"]] += r["n"]
+        stats.tombstones += r["n"] if r["tombstone"] else 0
+        partition = str(r["partition"])
+        stats.offsets[r["topic"]][partition] = max(stats.offsets[r["topic"]].get(partition, -1), r["max_offset"])
+        if r["max_ts"] is not None:
+            seen = stats.max_ts_by_partition[r["topic"]]
+            seen[partition] = max(seen.get(partition, 0), r["max_ts"])
+        if r["status"] == OK and r["table"] is not None:
+            table = r["table"]
+            stats.events_by_table[table] += r["n"]
+            stats.descriptors[table].update(r["schemas"])
+            stats.truncates[table] += [(t[0], t[1], Seq(*t[2])) for t in r["truncates"]]
+            if r["max_ts"] is not None:
+                stats.max_ts_by_table[table] = max(stats.max_ts_by_table.get(table, 0), r["max_ts"])
+    return stats
+
+
+def latest_truncates(truncates: list[tuple[str | None, str | None, Seq]]) -> dict[tuple[str | None, str | None], Seq]:
+    latest: dict[tuple[str | None, str | None], Seq] = {}
+    for db, tbl, seq in truncates:
+        if (db, tbl) not in latest or seq > latest[(db, tbl)]:
+            latest[(db, tbl)] = seq
+    return latest

@@ -1,0 +1,74 @@
+"""Create replicated Delta tables, evolve their schema, and keep their stopped flag."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType, _parse_datatype_string
+
+from cdc_delta import columns as C
+from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.ingest.schema_evolution import SchemaPlan
+
+logger = logging.getLogger(__name__)
+
+STOPPED_PROPERTY = "cdc_delta.stopped"
+"""Set to 'true' on a table whose source made a change it cannot follow; its events are parked."""
+TYPE_WIDENING_PROPERTY = "delta.enableTypeWidening"
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What a batch needs to know of a target table before merging into it."""
+
+    exists: bool
+    business: tuple[tuple[str, str], ...] = ()
+    stopped: bool = False
+
+
+def table_state(spark: SparkSession, path: str) -> TableState:
+    """The table's business columns and stopped flag; ``exists=False`` when there is no table yet."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return TableState(exists=False)
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    properties = detail["properties"] if detail else {}
+    schema = spark.read.format("delta").load(path).schema
+    business = tuple((f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX))
+    return TableState(True, business, (properties or {}).get(STOPPED_PROPERTY) == "true")
+
+
+def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
+    """The full schema of a replicated table: business columns then metadata columns."""
+    parts = [f"{C.quote(name)} {type_name}" for name, type_name in business]
+    parts += [f"{C.quote(name)} {type_name or SEQ_DDL}" for name, type_name in C.METADATA_DDL]
+    schema = _parse_datatype_string(", ".join(parts))
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...]) -> None:
+    """Create the Delta table at ``path`` (no-op when a concurrent writer created it first)."""
+    DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business)).execute()
+    logger.info("created Delta table %s with %d business columns", path, len(business))
+
+
+def apply_schema_plan(spark: SparkSession, path: str, plan: SchemaPlan) -> None:
+    """Add the plan's new columns and widen the widened ones (identifiers quoted, types validated)."""
+    target = C.delta_path_identifier(path)
+    if plan.added:
+        cols = ", ".join(f"{C.quote(name)} {type_name}" for name, type_name in plan.added)
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
+        logger.info("table %s: added columns %s", path, ", ".join(f"{n} {t}" for n, t in plan.added))
+    if plan.widened:
+        spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('{TYPE_WIDENING_PROPERTY}' = 'true')")
+        for name, old, new in plan.widened:
+            spark.sql(f"ALTER TABLE {target} ALTER COLUMN {C.quote(name)} TYPE {new}")
+            logger.warning("table %s: widened column %s from %s to %s", path, name, old, new)
+
+
+def mark_stopped(spark: SparkSession, path: str) -> None:
+    """Flag the table as stopped; later batches park its events until an operator clears the flag."""
+    spark.sql(f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES ('{STOPPED_PROPERTY}' = 'true')")

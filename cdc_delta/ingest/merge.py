@@ -1,0 +1,188 @@
+"""The guarded, idempotent MERGE of one table's deduplicated events into its Delta table.
+
+Per key, the newer event (by ``_cdc_seq``) wins and an older or equal one changes nothing:
+matched and newer -> every column is replaced by the event's image (a delete keeps the row with
+``_cdc_deleted = true`` and the before image; a re-insert revives it); not matched -> insert (a delete
+inserts a tombstone, since the key may live in the stock export). Each commit carries a Delta
+transaction id (app and table) with the batch id as version, so a replayed batch commits nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.events.ordering import SEQ_FIELDS, Seq
+from cdc_delta.ingest.commit_log import app_commits
+from cdc_delta.retry import retry_on_conflict
+
+logger = logging.getLogger(__name__)
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# Key column types whose batch min/max are added to the merge condition so file statistics prune.
+_PRUNABLE = ("tinyint", "smallint", "int", "bigint", "string", "date", "timestamp")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What one MERGE (and truncate) did to one table."""
+
+    table: str
+    source_rows: int = 0
+    inserted: int = 0
+    updated: int = 0
+    truncated: int = 0
+    version: int | None = None
+    replayed: bool = False
+    """True when Delta skipped the commit because this batch id was already applied."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """How one Delta DML command commits: its transaction id and version, and its commit metadata."""
+
+    txn_app_id: str
+    """``<app_id>:<table>`` (plus the operation where a batch makes several commits to a table)."""
+    batch_id: int
+    """The transaction version: Delta refuses a version not above the last one committed."""
+    metadata: dict[str, Any]
+    """Recorded as the commit's userMetadata (JSON): app, batch, offsets, source times, operation."""
+
+
+@contextmanager
+def delta_transaction(spark: SparkSession, commit: Commit) -> Iterator[None]:
+    """Set the session-wide idempotency and commit-metadata confs around one Delta DML command.
+
+    The confs are session-wide: tables of one batch must be written one after the other.
+    """
+    spark.conf.set(TXN_APP_ID, commit.txn_app_id)
+    spark.conf.set(TXN_VERSION, str(commit.batch_id))
+    spark.conf.set(USER_METADATA, json.dumps(commit.metadata, sort_keys=True))
+    try:
+        yield
+    finally:
+        for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
+            spark.conf.unset(key)
+
+
+_IDENTITY = ("app_id", "batch_id", "table", "operation", "source")
+
+
+def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None, dict[str, str]]:
+    """The version and metrics of this app's commit for this batch and operation, if it happened.
+
+    Looks at the last 20 commits: enough to report a replay; the transaction id guards it anyway.
+    """
+    identity = {k: metadata.get(k) for k in _IDENTITY}
+    for commit in app_commits(table, limit=20):
+        if all(commit.metadata.get(k) == v for k, v in identity.items()):
+            return commit.version, commit.metrics
+    return None, {}
+
+
+def _key_range(rows: DataFrame, key: str, type_name: str) -> Column | None:
+    """``t.key BETWEEN min AND max`` of the batch, which lets Delta skip files by their statistics."""
+    if type_name not in _PRUNABLE:
+        return None
+    bounds = rows.agg(F.min(C.quote(key)).alias("lo"), F.max(C.quote(key)).alias("hi")).first()
+    if bounds is None or bounds["lo"] is None:
+        return None
+    return F.col(f"t.{C.quote(key)}").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
+
+
+def merge_rows(
+    spark: SparkSession,
+    path: str,
+    rows: DataFrame,
+    key: Sequence[str],
+    key_types: dict[str, str],
+    commit: Commit,
+    table_name: str,
+    check_replay: bool = True,
+) -> MergeResult:
+    """MERGE ``rows`` (at most one per key: see :func:`cdc_delta.dedupe.latest_per_key`) into ``path``.
+
+    A batch this app already merged into the table is not merged again (``replayed=True``): with
+    ``check_replay`` the commit history is looked at first; always, Delta's transaction id refuses it.
+    """
+    target = DeltaTable.forPath(spark, path)
+    commit = Commit(commit.txn_app_id, commit.batch_id, {**commit.metadata, "operation": "merge"})
+    if check_replay:
+        done, _ = _committed(target, commit.metadata)
+        if done is not None:
+            return MergeResult(table=table_name, version=done, replayed=True)
+    condition = F.lit(True)
+    for k in key:
+        condition = condition & (F.col(f"t.{C.quote(k)}") == F.col(f"s.{C.quote(k)}"))
+    pruning = _key_range(rows, key[0], key_types.get(key[0], ""))
+    if pruning is not None:
+        condition = pruning & condition
+    merge = (
+        target.alias("t")
+        .merge(rows.alias("s"), condition)
+        .whenMatchedUpdateAll(condition=F.col(f"s.{C.SEQ}") > F.col(f"t.{C.SEQ}"))
+        .whenNotMatchedInsertAll()
+    )
+    with delta_transaction(spark, commit):
+        # A conflict with maintenance (OPTIMIZE, purge) is retried: the guard and the transaction id
+        # make a second attempt safe.
+        retry_on_conflict(merge.execute, f"MERGE into {table_name}")
+    version, metrics = _committed(target, commit.metadata)
+    if version is None:  # a concurrent run of the same batch committed it first
+        return MergeResult(table=table_name, replayed=True)
+    return MergeResult(
+        table=table_name,
+        source_rows=int(metrics.get("numSourceRows", 0)),
+        inserted=int(metrics.get("numTargetRowsInserted", 0)),
+        updated=int(metrics.get("numTargetRowsUpdated", 0)),
+        version=version,
+    )
+
+
+def seq_literal(seq: Seq) -> Column:
+    """A literal ``_cdc_seq`` struct."""
+    fields = zip(SEQ_FIELDS, seq, strict=True)
+    return F.struct(*[F.lit(value).cast(type_name).alias(name) for (name, type_name), value in fields])
+
+
+def apply_truncate(
+    spark: SparkSession,
+    path: str,
+    source_db: str | None,
+    source_table: str | None,
+    seq: Seq,
+    commit: Commit,
+) -> tuple[int, bool]:
+    """Soft-delete every row of one source table older than a TRUNCATE; returns (rows, replayed)."""
+    target = DeltaTable.forPath(spark, path)
+    if _committed(target, commit.metadata)[0] is not None:
+        return 0, True
+    same_source = F.col(C.SOURCE_DB).eqNullSafe(F.lit(source_db)) & F.col(C.SOURCE_TABLE).eqNullSafe(
+        F.lit(source_table)
+    )
+    with delta_transaction(spark, commit):
+        retry_on_conflict(
+            lambda: target.update(
+                condition=same_source & (F.col(C.SEQ) < seq_literal(seq)),
+                set={
+                    C.DELETED: F.lit(True),
+                    C.OP: F.lit("t"),
+                    C.SEQ: seq_literal(seq),
+                    C.SOURCE_TS: F.timestamp_millis(F.lit(seq.ts_ms)),
+                },
+            ),
+            f"truncate of {source_db}.{source_table}",
+        )
+    version, metrics = _committed(target, commit.metadata)
+    return int(metrics.get("numUpdatedRows", 0)), version is None

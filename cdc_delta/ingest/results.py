@@ -1,0 +1,59 @@
+"""What a micro-batch did: per table and in all, and its one log line."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+
+from cdc_delta.ingest.merge import MergeResult
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """What a batch did to one table."""
+
+    table: str
+    events: int
+    merge: MergeResult | None = None
+    truncated: int = 0
+    parked: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Counts of one micro-batch. Always: rows_in == applied + dead_lettered + skipped."""
+
+    batch_id: int
+    rows_in: int = 0
+    applied: int = 0
+    dead_lettered: int = 0
+    skipped: int = 0
+    tombstones: int = 0
+    tables: tuple[TableResult, ...] = ()
+    offsets: dict[str, dict[str, int]] = dc_field(default_factory=dict)
+    max_source_ts_ms: int | None = None
+    duration_s: float = 0.0
+
+    def summary(self) -> str:
+        """The one log line of a batch."""
+        if not self.rows_in:
+            return f"batch {self.batch_id}: empty, nothing committed ({self.duration_s:.1f}s)"
+        parts = []
+        for t in self.tables:
+            if t.error or t.parked:
+                parts.append(f"{t.table}: {t.events} events, {t.parked} parked (stopped)")
+            elif t.merge is not None:
+                m = t.merge
+                state = "replayed, skipped" if m.replayed else f"+{m.inserted} ~{m.updated}"
+                trunc = f" truncated {t.truncated}" if t.truncated else ""
+                parts.append(f"{t.table}: {t.events} events -> {m.source_rows} keys {state}{trunc} v{m.version}")
+        lag = ""
+        if self.max_source_ts_ms:
+            lag = f", source lag {time.time() - self.max_source_ts_ms / 1000:.1f}s"
+        return (
+            f"batch {self.batch_id}: {self.rows_in} in, {self.applied} applied, "
+            f"{self.dead_lettered} dead-lettered, {self.skipped} skipped ({self.tombstones} tombstones)"
+            f" [{'; '.join(parts)}] in {self.duration_s:.1f}s{lag}"
+        )

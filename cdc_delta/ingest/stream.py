@@ -1,0 +1,155 @@
+"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> Delta tables.
+
+Exactly-once by construction: Spark's checkpoint records which offsets each batch id covers, and
+the batch function's commits are idempotent per batch id, so a kill at any moment followed by a
+restart re-applies nothing twice and loses nothing. After each batch the processed offsets are also
+committed to the Kafka consumer group ``app_id`` (best effort), so standard lag tools see the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import ConfigError
+from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.ingest.kafka_offsets import commit_group_offsets
+
+logger = logging.getLogger(__name__)
+
+
+def checkpoint_location(config: AppConfig) -> str:
+    """The stream's checkpoint folder: ``<storage.checkpoint_root>/<app_id>``."""
+    root = config.storage.checkpoint_root or f"{config.storage.root.rstrip('/')}/_cdc_checkpoints"
+    return f"{root.rstrip('/')}/{config.app_id}"
+
+
+def kafka_source(spark: SparkSession, config: AppConfig) -> DataFrame:
+    """The Kafka records as Spark's Kafka source delivers them (topic, partition, offset, key, value...)."""
+    kafka = config.kafka
+    if not (kafka.topics or kafka.topic_pattern):
+        raise ConfigError("the stream needs kafka.topics or kafka.topic_pattern in the config")
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("startingOffsets", kafka.starting_offsets)
+    )
+    if kafka.topics:
+        reader = reader.option("subscribe", ",".join(kafka.topics))
+    else:
+        reader = reader.option("subscribePattern", kafka.topic_pattern)
+    if kafka.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    for key, value in kafka.options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+STOP_MARKER = "cdc-delta graceful stop"
+
+
+class StopRequested(RuntimeError):
+    """Raised at the start of a batch once a stop was requested: the batch is not applied, Spark does
+    not commit it, and the next start processes it; the batches before it are complete."""
+
+
+class StreamBatch:
+    """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets."""
+
+    def __init__(self, config: AppConfig, stop_requested: threading.Event | None = None) -> None:
+        self.config = config
+        self.processor = BatchProcessor(config)
+        self.stop_requested = stop_requested or threading.Event()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stop_requested.is_set():
+            raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
+        result = self.processor.process(batch, batch_id)
+        logger.info("%s", result.summary())
+        if result.offsets:
+            commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
+
+
+def start_stream(
+    spark: SparkSession,
+    config: AppConfig,
+    *,
+    available_now: bool = False,
+    stop_requested: threading.Event | None = None,
+) -> StreamingQuery:
+    """Start the streaming query: every ``trigger_interval``, or once over what is there now.
+
+    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`)."""
+    writer = (
+        kafka_source(spark, config)
+        .writeStream.queryName(config.app_id)
+        .option("checkpointLocation", checkpoint_location(config))
+        .foreachBatch(StreamBatch(config, stop_requested))
+    )
+    writer = (
+        writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
+    )
+    query = writer.start()
+    logger.info(
+        "stream %s started: %s -> %s (checkpoint %s, %s)",
+        config.app_id,
+        config.kafka.topics or config.kafka.topic_pattern,
+        config.storage.root,
+        checkpoint_location(config),
+        "until caught up" if available_now else f"every {config.trigger_interval}",
+    )
+    return query
+
+
+class GracefulStop:
+    """First SIGTERM/SIGINT: stop once the running batch is done. Second: stop now."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.signals = 0
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        self.requested.set()
+        name = signal.Signals(signum).name
+        if self.signals == 1:
+            logger.warning("%s: stopping after the current batch (send it again to stop at once)", name)
+        else:
+            logger.warning("%s again: stopping now; the interrupted batch is replayed on restart", name)
+
+
+def run_until_stopped(query: StreamingQuery, stop: GracefulStop, poll_s: int = 1) -> None:
+    """Wait for the query to end by itself (an error, or caught up) or for a stop request.
+
+    After the first signal the running batch finishes and the next one is refused; while no batch
+    runs the query is stopped at once. After a second signal it is stopped at once regardless."""
+    while query.isActive:
+        if stop.requested.is_set() and (stop.signals > 1 or not query.status.get("isTriggerActive")):
+            query.stop()
+            logger.info("stream stopped on request")
+            return
+        try:
+            query.awaitTermination(poll_s)
+        except StreamingQueryException as exc:
+            _raise_unless_requested(exc, stop)
+            return
+    failure = query.exception()
+    if failure is not None:
+        _raise_unless_requested(failure, stop)
+
+
+def _raise_unless_requested(exc: StreamingQueryException, stop: GracefulStop) -> None:
+    if not (stop.requested.is_set() and STOP_MARKER in str(exc)):
+        raise exc
+    logger.info("stream stopped on request after its last complete batch")

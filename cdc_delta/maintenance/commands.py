@@ -1,0 +1,109 @@
+"""The Delta commands of a maintenance run, each safe beside the stream that keeps writing: OPTIMIZE,
+the tombstone purge, VACUUM and a checkpoint. A command that loses a write race is retried; OPTIMIZE and
+the purge, which a busy stream can beat every time, hold the stream's writes to the table once they
+have lost a few (:mod:`.write_hold`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import TypeVar
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from cdc_delta import columns as C
+from cdc_delta.config import AppConfig, MaintenanceConfig, TableConfig
+from cdc_delta.maintenance.write_hold import hold_path, holding_writes, lock_path
+from cdc_delta.retry import is_conflict, retry_on_conflict
+
+T = TypeVar("T")
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+OPTIMIZE_MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+# VACUUM lists a table's files in this many tasks; Spark's default of 10,000 costs ~30 s of empty
+# tasks per table on 2 cores, for tables that are one folder each (unpartitioned).
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+# OPTIMIZE commits after every this many target-sized files' worth of input, so a lost write race
+# costs one batch of work, not the whole table's.
+OPTIMIZE_BATCH_SIZE = "spark.databricks.delta.optimize.batchSize"
+OPTIMIZE_BATCH_FILES = 16
+# Lost write races after which OPTIMIZE or the purge holds the stream's writes to the table.
+RACES_BEFORE_HOLD = 3
+
+
+def table_size(spark: SparkSession, path: str) -> tuple[int, int]:
+    row = DeltaTable.forPath(spark, path).detail().select("numFiles", "sizeInBytes").first()
+    return (int(row["numFiles"]), int(row["sizeInBytes"])) if row else (0, 0)
+
+
+def beside_stream(action: Callable[[], T], what: str, config: AppConfig, table: TableConfig) -> T:
+    """Run a command that the stream's commits can beat: retried when it loses a write race; after
+    RACES_BEFORE_HOLD lost races, run again while the stream's writes to the table are held."""
+    try:
+        return retry_on_conflict(action, what, attempts=RACES_BEFORE_HOLD)
+    except Exception as exc:  # the JVM's conflict errors carry no Python type of their own
+        if not is_conflict(exc):
+            raise
+    hold = hold_path(lock_path(config), table.name)
+    with holding_writes(hold, config.maintenance.stream_hold_max_seconds, f"{what} lost {RACES_BEFORE_HOLD} races"):
+        return retry_on_conflict(action, what)
+
+
+def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
+    target = DeltaTable.forPath(spark, path)
+    zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
+    run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
+    metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table).select("metrics").first()
+    return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
+
+
+def purge(spark: SparkSession, config: AppConfig, table: TableConfig, path: str, cutoff: dt.datetime) -> int:
+    """Delete the tombstones before ``cutoff``; returns how many (from the DELETE's own result, not
+    the history, where a concurrent stream commit may be newest)."""
+    micros = round(cutoff.timestamp() * 1_000_000)
+    statement = (
+        f"DELETE FROM {C.delta_path_identifier(path)} WHERE {C.DELETED} AND {C.SOURCE_TS} < timestamp_micros({micros})"
+    )
+    result = beside_stream(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}", config, table)
+    return int(result["num_affected_rows"]) if result else 0
+
+
+def vacuum(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
+    hours = config.maintenance.vacuum_retention_hours
+    target = DeltaTable.forPath(spark, path)
+    retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {table.name}")
+    for row in target.history(5).select("operation", "operationMetrics").collect():
+        if row["operation"] == "VACUUM END":
+            return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0))
+    return 0
+
+
+def checkpoint(spark: SparkSession, path: str) -> int:
+    """Write a Delta checkpoint of the table's latest version; returns that version.
+
+    Delta writes one by itself only every ``delta.checkpointInterval`` commits (10); one right after
+    the run's OPTIMIZE, purge and VACUUM commits means a reader (the stream's next MERGE, a query, the
+    snapshot's time travel) rebuilds the table's state from it instead of replaying those commits.
+    There is no Python or SQL API for it: the JVM ``DeltaLog`` is called, through the method that
+    raises on failure (``DeltaLog.checkpoint`` logs the error and returns). Safe beside the stream:
+    a checkpoint is no commit, and Delta also reads the log past an older ``_last_checkpoint``. Like
+    Delta's own checkpoints, it then removes log entries older than ``delta.logRetentionDuration``.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    none = jvm.scala.Option.empty()
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    snapshot = log.update(False, none, none)
+    log.checkpointAndCleanUpDeltaLog(snapshot, none)
+    return int(snapshot.version())
+
+
+def configure_session(spark: SparkSession, m: MaintenanceConfig) -> None:
+    """The session settings the commands run under: VACUUM's retention check, OPTIMIZE's file sizes
+    and commit steps, and VACUUM's listing parallelism (unless ``spark.conf`` sets it)."""
+    spark.conf.set(RETENTION_CHECK, str(not m.allow_short_retention).lower())
+    spark.conf.set(OPTIMIZE_MAX_FILE_SIZE, str(m.target_file_size_mb * 1024 * 1024))
+    spark.conf.set(OPTIMIZE_BATCH_SIZE, str(OPTIMIZE_BATCH_FILES * m.target_file_size_mb * 1024 * 1024))
+    if not spark.sparkContext.getConf().contains(LISTING_PARALLELISM):
+        spark.conf.set(LISTING_PARALLELISM, str(spark.sparkContext.defaultParallelism))

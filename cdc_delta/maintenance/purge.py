@@ -1,0 +1,59 @@
+"""When a soft-deleted row (tombstone) may be purged.
+
+A tombstone is purged only when all hold:
+- its source change is older than ``maintenance.tombstone_retention_hours``;
+- the stream has read past it on every partition: its source time is before the smallest
+  per-partition source time recorded by the table's latest stream commit (an older event of the
+  same key can then no longer arrive and resurrect the row);
+- where the table has nightly snapshots (a stock export, or a snapshot published), a published
+  snapshot has absorbed it: its source time is before that snapshot's cut-off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import SparkSession
+
+from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.ingest.table_status import last_stream_commit
+from cdc_delta.snapshot.log import absorbed_before
+
+
+def stream_watermark_ms(spark: SparkSession, path: str, app_id: str) -> int | None:
+    """The smallest per-partition source time the table's latest stream commit recorded."""
+    meta = last_stream_commit(spark, path, app_id) or {}
+    per_partition = [ts for parts in (meta.get("partition_max_source_ts_ms") or {}).values() for ts in parts.values()]
+    return min(per_partition) if per_partition else None
+
+
+def purge_cutoff(
+    now: dt.datetime,
+    retention_hours: float,
+    watermark_ms: int | None,
+    snapshot_required: bool = False,
+    absorbed_before: dt.datetime | None = None,
+) -> dt.datetime | None:
+    """Tombstones whose source change is before this instant may be purged (None: none may).
+
+    With ``snapshot_required`` only those a published snapshot absorbed (before its cut-off) may go:
+    the next snapshot starts from that one (or from the stock export), and a purged tombstone would
+    bring the deleted row back.
+    """
+    if watermark_ms is None or (snapshot_required and absorbed_before is None):
+        return None
+    by_retention = now - dt.timedelta(hours=retention_hours)
+    by_stream = dt.datetime.fromtimestamp(watermark_ms / 1000, tz=dt.timezone.utc)
+    return min(by_retention, by_stream, *([absorbed_before] if snapshot_required and absorbed_before else []))
+
+
+def snapshot_condition(spark: SparkSession, config: AppConfig, table: TableConfig) -> tuple[bool, dt.datetime | None]:
+    """(whether purging waits for the nightly snapshot, the latest published snapshot's cut-off).
+
+    It waits when the table is a snapshot table with a stock export (the first snapshot starts from
+    it) or with a snapshot already published (the next one starts from that).
+    """
+    if table.name not in {t.name for t in config.snapshot_tables()}:
+        return False, None
+    absorbed = absorbed_before(spark, config, table.name)
+    return table.stock is not None or absorbed is not None, absorbed

@@ -1,0 +1,49 @@
+"""Where the stream is: its commits to every table (from the Delta history) and Kafka's view of each
+partition (end offset, the stream's consumer-group offset), the inputs of the readiness check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import KafkaException
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import SnapshotError
+from cdc_delta.ingest.commit_log import AppCommit, app_commits
+from cdc_delta.ingest.kafka_offsets import partition_lag
+from cdc_delta.snapshot.readiness import KafkaPosition, Partition
+
+HISTORY_LIMIT = 20_000
+"""Stream commits read per table to find where the stream passed the cut-off."""
+
+KafkaPositions = Callable[[], Mapping[Partition, KafkaPosition] | None]
+
+
+def stream_commits(spark: SparkSession, config: AppConfig) -> dict[str, list[AppCommit]]:
+    """Newest first, this app's stream commits of every configured table that exists."""
+    out = {}
+    for table in config.tables:
+        path = config.storage.table_path(table)
+        if DeltaTable.isDeltaTable(spark, path):
+            out[table.name] = list(app_commits(DeltaTable.forPath(spark, path), config.app_id, HISTORY_LIMIT))
+    return out
+
+
+def kafka_positions_of(config: AppConfig) -> KafkaPositions:
+    """Reads, per partition of the subscribed topics, the end offset and the stream's group offset."""
+
+    def read() -> dict[Partition, KafkaPosition]:
+        kafka = config.kafka
+        try:
+            lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+        except KafkaException as exc:
+            raise SnapshotError(
+                f"cannot reach Kafka at {kafka.bootstrap_servers} to check readiness: {exc}. "
+                "Fix kafka.bootstrap_servers, or pass --skip-kafka-check to judge from the Delta commits alone "
+                "(quiet partitions never pass then)"
+            ) from None
+        return {(p.topic, p.partition): KafkaPosition(p.end, p.committed) for p in lags}
+
+    return read

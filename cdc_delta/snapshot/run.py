@@ -1,0 +1,265 @@
+"""The nightly snapshot: yesterday's snapshot (or the stock export) + the Delta table at the cut-off,
+published as partition ``dt=<day>`` of a Hive table.
+
+1. Readiness (:mod:`.readiness`, :mod:`.positions`): the stream must have passed the end of the day on
+   every partition; else wait up to ``snapshot.wait_minutes`` and raise :class:`NotReady`, touching nothing.
+2. Per table: the base (:mod:`.base`) is the latest published snapshot before the day (or the stock
+   export the first time, or when asked); the change side is the Delta table as of its last stream
+   commit of the batch that passed the cut-off (time travel). Per key the Delta row wins; keys whose
+   final state is deleted are dropped (:mod:`.union`).
+3. The rows go to a new folder, are checked (row count, key uniqueness, the source's count when one is
+   given: :mod:`.checks`), and one metastore call makes the folder the partition (:mod:`.hive_publish`).
+4. The run is recorded in the snapshot log (:mod:`.log`), which the next night's base and the tombstone
+   purge read; a view ``<table>_current`` (:mod:`.current_view`) unions the latest snapshot with the
+   Delta rows for near-real-time queries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.config import AppConfig, TableConfig, is_uri
+from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
+from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
+from cdc_delta.ingest.commit_log import AppCommit
+from cdc_delta.lock import exclusive_lock
+from cdc_delta.reports import write_report
+from cdc_delta.snapshot import hive_publish as hive
+from cdc_delta.snapshot.base import Base, choose_base
+from cdc_delta.snapshot.checks import key_counts, source_count
+from cdc_delta.snapshot.current_view import create_current_view
+from cdc_delta.snapshot.log import published, record
+from cdc_delta.snapshot.positions import KafkaPositions, stream_commits
+from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for, table_version
+from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot, log_published
+from cdc_delta.snapshot.union import Union, delta_side, union_rows
+
+logger = logging.getLogger(__name__)
+
+
+def lock_path(config: AppConfig) -> str:
+    """The lock file keeping two snapshot runs apart (on a filesystem every runner shares)."""
+    if config.snapshot.lock_path:
+        return config.snapshot.lock_path
+    if is_uri(config.storage.root):
+        raise ConfigError(
+            f"storage.root {config.storage.root!r} is not local: set snapshot.lock_path to a shared local path"
+        )
+    return f"{config.storage.root.rstrip('/')}/_cdc_snapshot.lock"
+
+
+def wait_until_ready(
+    spark: SparkSession,
+    config: AppConfig,
+    cutoff: dt.datetime,
+    kafka_positions: KafkaPositions,
+    wait_s: float,
+    clock: Callable[[], dt.datetime],
+) -> tuple[Readiness, dict[str, list[AppCommit]]]:
+    """Check readiness until it holds or ``wait_s`` is spent; raises NotReady."""
+    snap = config.snapshot
+    deadline = time.monotonic() + wait_s
+    while True:
+        commits = stream_commits(spark, config)
+        batches = batch_positions(c for table in commits.values() for c in table)
+        ready = check_readiness(
+            batches, cutoff, kafka_positions(), clock(), dt.timedelta(minutes=snap.idle_grace_minutes)
+        )
+        if ready.ready:
+            logger.info("readiness: %s", ready.describe())
+            return ready, commits
+        if time.monotonic() + snap.poll_seconds > deadline:
+            raise NotReady(f"not publishing: {ready.describe()}. Nothing was touched; run again later or pass --wait")
+        logger.info("readiness: %s; checking again in %.0fs", ready.describe(), snap.poll_seconds)
+        time.sleep(snap.poll_seconds)
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A snapshot's files in their new folder, not yet the partition."""
+
+    folder: str
+    rows: DataFrame
+    count: int
+    base_rows: int
+
+
+@dataclass
+class _Run:
+    spark: SparkSession
+    config: AppConfig
+    day: str
+    run_id: str
+    readiness: Readiness
+    commits: dict[str, list[AppCommit]]
+    from_stock: bool
+
+    def publish(self, table: TableConfig) -> TableSnapshot | None:
+        """Build, write, check and publish one table's partition; None when there is nothing yet."""
+        started = time.monotonic()
+        version = table_version(self.commits.get(table.name, []), self.readiness.batch_id)
+        delta = delta_side(self.spark, self.config, table, version)
+        history = published(self.spark, self.config, table.name)
+        earlier = [r for r in history if r["dt"] < self.day]
+        base = choose_base(self.spark, self.config, table, earlier, self.day, self.run_id, self.from_stock)
+        if base.rows is None and delta is None:
+            logger.info("snapshot %s: nothing to publish yet (no stock export, no Delta table)", table.name)
+            return None
+        changed = self._check_delta_keys(table, delta, version)
+        source = source_count(self.spark, table, self.day)
+        union = union_rows(base.rows, delta, table.key)
+        written = self._write(table, union, base, has_delta=delta is not None)
+        self._check_written(table, base, written)
+        name = hive.hive_table(self.config, table)
+        ddl, previous = self._switch(table, name, written, version, base)
+        latest = max([self.day, *(r["dt"] for r in history)])
+        create_current_view(self.spark, self.config, table, name, written.rows.columns, latest)
+        base.release()
+        result = TableSnapshot(
+            table=table.name,
+            hive_table=name,
+            location=qualified(self.spark, written.folder),
+            base=base.kind,
+            delta_version=version,
+            rows=written.count,
+            base_rows=written.base_rows,
+            changed_keys=changed,
+            deletes_applied=union.count("deletes_applied"),
+            duplicate_keys=0,
+            stock_rejects=base.rejects,
+            source_count=source,
+            count_difference=None if source is None else written.count - source,
+            ddl=ddl,
+            duration_s=round(time.monotonic() - started, 2),
+        )
+        log_published(result, self.day, previous is not None)
+        return result
+
+    def _check_delta_keys(self, table: TableConfig, delta: DataFrame | None, version: int | None) -> int:
+        """Keys the Delta side holds; raises when one repeats. Keys are unique in the result when they
+        are on both sides: the base by construction (stock rows are deduplicated; a previous snapshot
+        was checked and must still hold its rows), the Delta side is checked here (small next to the
+        base on most nights)."""
+        changed, duplicates = key_counts(delta, table.key)
+        if duplicates:
+            raise SnapshotError(
+                f"{table.name} holds {duplicates} duplicate key(s) at version {version}: nothing published. "
+                "Check the table's key in the config against the source's primary key"
+            )
+        return changed
+
+    def _write(self, table: TableConfig, union: Union, base: Base, has_delta: bool) -> _Written:
+        """The union's rows in Hive's types, written to a new run folder of the day; counted as written."""
+        rows = union.rows.select(
+            *[F.col(C.quote(f.name)).cast(f.dataType) for f in hive.hive_schema(union.rows.schema).fields]
+        )
+        root = hive.table_location(self.config, table)
+        folder = f"{root}/{hive.PARTITION_COLUMN}={self.day}/run-{self.run_id}"
+        hive.write_files(rows, folder)
+        count = union.count("rows")
+        base_rows = 0
+        if base.rows is not None:
+            base_rows = union.count("base_rows") if has_delta else count
+        return _Written(folder, rows, count, base_rows)
+
+    def _check_written(self, table: TableConfig, base: Base, written: _Written) -> None:
+        """The base still reads the rows it was published with (and, with ``full_check``, no key of the
+        written files repeats); else the folder is removed and nothing is published."""
+        problem = None
+        if base.expected_rows is not None and written.base_rows != base.expected_rows:
+            problem = (
+                f"the base ({base.kind}) now reads {written.base_rows} rows, it was published with "
+                f"{base.expected_rows}: its files were changed; re-run with --from-stock or re-publish that day first"
+            )
+        elif self.config.snapshot.full_check:
+            files = self.spark.read.parquet(written.folder)
+            duplicates = written.count - files.select(*table.key).distinct().count()
+            if duplicates:
+                problem = f"the written snapshot holds {duplicates} duplicate key(s)"
+        if problem:
+            delete(self.spark, written.folder)
+            raise SnapshotError(f"snapshot of {table.name} dt={self.day} not published: {problem}")
+
+    def _switch(
+        self, table: TableConfig, name: str, written: _Written, version: int | None, base: Base
+    ) -> tuple[str, str | None]:
+        """Make the folder the partition, check it reads back, record it, remove older run folders of
+        the day. Returns the table's DDL and the partition's previous location."""
+        spark = self.spark
+        root = hive.table_location(self.config, table)
+        ddl = hive.ensure_table(spark, name, written.rows.schema, qualified(spark, root))
+        previous = hive.switch_partition(spark, name, self.day, written.folder)
+        published_count = spark.table(name).where(F.col(hive.PARTITION_COLUMN) == self.day).count()
+        if published_count != written.count:
+            raise SnapshotError(
+                f"{name} dt={self.day} reads {published_count} rows after publishing, wrote {written.count}"
+            )
+        record(spark, self.config, self._log_entry(table, name, written, base.kind, version))
+        for old in list_dirs(spark, f"{root}/{hive.PARTITION_COLUMN}={self.day}"):
+            if not same_location(old, qualified(spark, written.folder)):
+                delete(spark, old)
+        return ddl, previous
+
+    def _log_entry(
+        self, table: TableConfig, name: str, written: _Written, base: str, version: int | None
+    ) -> tuple[object, ...]:
+        return (
+            table.name,
+            self.day,
+            self.run_id,
+            name,
+            qualified(self.spark, written.folder),
+            base,
+            version,
+            self.readiness.batch_id,
+            self.readiness.cutoff,
+            json.dumps(self.readiness.positions, sort_keys=True),
+            written.count,
+            dt.datetime.now(dt.timezone.utc),
+        )
+
+
+def run_snapshot(
+    spark: SparkSession,
+    config: AppConfig,
+    day: dt.date,
+    kafka_positions: KafkaPositions,
+    *,
+    from_stock: bool = False,
+    wait_minutes: float | None = None,
+    clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+) -> SnapshotReport:
+    """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report."""
+    started = time.monotonic()
+    snap = config.snapshot
+    cutoff = cutoff_for(day, snap.time_zone)
+    wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
+    with exclusive_lock(lock_path(config), stale_after_s=12 * 3600, what="snapshot"):
+        readiness, commits = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
+        run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+        run = _Run(spark, config, day.isoformat(), run_id, readiness, commits, from_stock)
+        tables = [t for t in (run.publish(table) for table in config.snapshot_tables()) if t is not None]
+    report = SnapshotReport(
+        date=day.isoformat(),
+        run_id=run_id,
+        cutoff=cutoff.isoformat(),
+        batch_id=readiness.batch_id,
+        positions=readiness.positions,
+        idle_partitions=readiness.idle,
+        tables=tables,
+        duration_s=round(time.monotonic() - started, 2),
+    )
+    write_report(
+        config.under_root(snap.report_dir, "_cdc_snapshot_reports"), f"snapshot-{day}-{run_id}", asdict(report)
+    )
+    return report

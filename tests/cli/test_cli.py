@@ -1,0 +1,62 @@
+"""The command line: help, config checks and exit codes (no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_delta.cli.main import main
+from cdc_delta.cli.stream import root_cause
+
+EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
+
+
+def test_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("demo", "check-config", "sql", "CDC_DELTA__SECTION__FIELD"):
+        assert word in out
+
+
+def test_check_config_prints_resolved_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-config", "--config", EXAMPLE]) == 0
+    out = capsys.readouterr().out
+    assert f"shop.orders: key ['id'] -> {Path.cwd()}/var/lake/shop/orders" in out and "is valid" in out
+
+
+def test_root_cause_of_a_spark_stream_failure() -> None:
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: Traceback (most recent call last):\n"
+        '  File "x.py", line 1\n'
+        "pyspark.errors.exceptions.captured.AnalysisException: [DELTA_X] the table is gone\n"
+        "=== Streaming Query ===\nIdentifier: q\nSomeException: from the plan dump\n"
+    )
+    assert root_cause(text) == "pyspark.errors.exceptions.captured.AnalysisException: [DELTA_X] the table is gone"
+
+
+def test_bad_config_exits_2_with_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "cdc.yaml"
+    bad.write_text("app_id: x\nstorage: {root: /tmp/x}\ntables: [{name: a, topics: [t], key: []}]\n")
+    assert main(["check-config", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "cdc-delta: error: invalid configuration in" in err
+    assert "tables.0.key: key must name at least one primary-key column" in err
+
+
+def test_missing_command_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+
+
+def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["snapshot", "--help"])
+    assert exit_info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Exits 75 without touching anything" in out and "--from-stock" in out
+    assert main(["snapshot", "--config", EXAMPLE, "--date", "2026-02-30"]) == 2
+    assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err

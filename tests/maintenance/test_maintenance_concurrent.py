@@ -1,0 +1,97 @@
+"""Maintenance runs (separate processes) while the batch function keeps merging: nothing is lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cdc_delta.config import load_config
+from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
+from cdc_delta.demo.generator import ChangeGenerator
+from cdc_delta.ingest.batch import BatchProcessor
+from tests.delta_rows import batch_ids_per_commit
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+ROOT = Path(__file__).parents[2]
+
+
+def maintain(config: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cdc_delta.cli", "maintain", "--config", str(config), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_path: Path) -> None:
+    config_path = tmp_path / "cdc.yaml"
+    config_path.write_text(
+        yaml.safe_dump(
+            {
+                "app_id": "maint",
+                "storage": {"root": str(tmp_path / "lake")},
+                "spark": {"master": "local[1]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+                "tables": demo_tables(),
+                # Tombstones stay (the generator stamps January 2026): this test compares them all.
+                "maintenance": {
+                    "vacuum_retention_hours": 1,
+                    "allow_short_retention": True,
+                    "tombstone_retention_hours": 1e6,
+                },
+            }
+        )
+    )
+    config = load_config(config_path, env={})
+    processor = BatchProcessor(config)
+    generator = ChangeGenerator(DEMO_TABLES, seed=11)
+    changes = iter(generator.changes(3000))
+    offsets: dict[str, int] = {}
+    batch_id = 0
+
+    def merge_one_batch(size: int = 150) -> bool:
+        nonlocal batch_id
+        records = []
+        for change in changes:
+            offsets[change.topic] = offsets.get(change.topic, -1) + 1
+            records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
+            if len(records) == size:
+                break
+        if not records:
+            return False
+        processor.process(kafka_frame(spark, records), batch_id)
+        batch_id += 1
+        return True
+
+    merge_one_batch()
+    for _ in range(2):
+        first = maintain(config_path)
+        second = maintain(config_path)  # overlaps the first: refused by the lock, exits cleanly
+        while first.poll() is None and merge_one_batch():
+            pass
+        out_first, out_second = first.communicate(timeout=300)[0], second.communicate(timeout=300)[0]
+        assert first.returncode == 0 and second.returncode == 0, out_first[-2000:] + out_second[-2000:]
+        ran = [out for out in (out_first, out_second) if "maintenance done" in out]
+        refused = [out for out in (out_first, out_second) if "maintenance is already running" in out]
+        assert len(ran) >= 1 and len(ran) + len(refused) == 2
+    while merge_one_batch():
+        pass
+    final = maintain(config_path)
+    assert final.wait(timeout=300) == 0
+    for name, sources in (("inventory.orders", DEMO_TABLES[:1]), ("shop.orders", DEMO_TABLES[1:])):
+        path = config.storage.table_path(config.table(name))
+        rows = {(r["_cdc_source_db"], r["id"]): r for r in spark.read.format("delta").load(path).collect()}
+        live = {(t.db, k): v for t in sources for k, v in generator.rows[(t.db, t.table)].items()}
+        deleted = {(t.db, k) for t in sources for k in generator.deleted[(t.db, t.table)]}
+        assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(live)
+        assert {k for k, r in rows.items() if r["_cdc_deleted"]} == deleted
+        assert all(rows[k]["amount"] == v["amount"] for k, v in live.items())
+        ids = batch_ids_per_commit(spark, path)
+        assert ids == sorted(set(ids)), f"a batch was merged twice into {name}"
+        files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["numFiles"]
+        assert files <= 2, f"{name} has {files} files after the final OPTIMIZE"

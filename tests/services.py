@@ -1,0 +1,186 @@
+"""Real services for integration tests: a Kafka broker (testcontainers where Docker runs, else the
+project's native KRaft broker from Maven Central jars), a MariaDB server (Debian's package), and the
+stream as a separate process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parents[1]
+KAFKA_SCRIPT = ROOT / "scripts" / "kafka.sh"
+
+
+def _docker_running() -> bool:
+    if not shutil.which("docker"):
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
+
+
+def free_port_pair() -> int:
+    """A port P with P and P+1 free on 127.0.0.1 (the broker and its controller)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two adjacent free ports on 127.0.0.1")
+
+
+@dataclass
+class NativeKafka:
+    """A broker started by scripts/kafka.sh; start/stop can be called again (the restart test)."""
+
+    port: int
+    folder: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _run(self, command: str) -> None:
+        env = {**os.environ, "KAFKA_DIR": str(self.folder)}
+        subprocess.run([str(KAFKA_SCRIPT), command, str(self.port)], check=True, env=env, timeout=180)
+
+    def start(self) -> None:
+        self._run("start")
+
+    def stop(self) -> None:
+        self._run("stop")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if _docker_running():
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer().with_kraft() as container:
+            yield container.get_bootstrap_server()
+        return
+    broker = NativeKafka(free_port_pair(), tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@dataclass(frozen=True)
+class MariaDB:
+    """A running MariaDB server of the test session (scripts/mariadb.sh)."""
+
+    port: int
+    folder: Path
+
+    def sql(self, statement: str) -> str:
+        env = {**os.environ, "MARIADB_DIR": str(self.folder), "MARIADB_PORT": str(self.port)}
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "mariadb.sh"), "sql", statement], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+    """A real MariaDB server (Debian's package, installed by the script when missing)."""
+    server = MariaDB(free_port_pair(), tmp_path_factory.mktemp("mariadb"))
+    env = {**os.environ, "MARIADB_DIR": str(server.folder)}
+    script = str(ROOT / "scripts" / "mariadb.sh")
+    subprocess.run([script, "start", str(server.port)], env=env, check=True)
+    try:
+        yield server
+    finally:
+        subprocess.run([script, "stop", str(server.port)], env=env, check=False)
+
+
+@pytest.fixture
+def native_kafka(tmp_path: Path) -> Iterator[NativeKafka]:
+    """A broker of the test's own, for tests that stop and restart it."""
+    broker = NativeKafka(free_port_pair(), tmp_path / "kafka")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+class StreamProcess:
+    """``cdc-delta stream`` as a separate process, with its log in a file."""
+
+    def __init__(self, config: Path, log: Path) -> None:
+        self.config = config
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(self.config), *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        return self.proc
+
+    def run_until_caught_up(self, timeout: float = 300) -> int:
+        proc = self.start("--until-caught-up")
+        return proc.wait(timeout=timeout)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def batch_lines(self) -> list[str]:
+        if not self.log.exists():
+            return []
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line for line in lines if "cdc_delta.ingest.stream: batch" in line]
+
+
+def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:
+    """A config for the demo tables under ``folder``, reading the topics of ``server``."""
+    from cdc_delta.demo.batches import demo_tables
+
+    data = {
+        "app_id": f"it-{server}",
+        "kafka": {
+            "bootstrap_servers": bootstrap,
+            "topic_pattern": server + r"\..*",
+            "starting_offsets": "earliest",
+            "max_offsets_per_trigger": max_per_batch,
+        },
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+        "storage": {"root": str(folder / "lake")},
+        "trigger_interval": "1 second",
+        "tables": demo_tables(server),
+    }
+    path = folder / "cdc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
