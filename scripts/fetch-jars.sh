@@ -2,6 +2,8 @@
 # Fetch JVM jars from Maven Central into .jars/<component>, so that later runs work offline.
 #   scripts/fetch-jars.sh          Spark's extras: Delta and the Kafka source (jvm/spark/pom.xml)
 #   scripts/fetch-jars.sh kafka    the Kafka broker and its dependencies (jvm/kafka/pom.xml)
+#   scripts/fetch-jars.sh connect  a Kafka Connect worker, and the Debezium connectors unpacked into
+#                                  .jars/connect/plugins (jvm/connect/pom.xml)
 # Idempotent: a complete folder newer than its POM is left alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,5 +22,9 @@ rm -rf "$dest" && mkdir -p "$dest"
 echo "fetch-jars: resolving $component ($(grep -c '<dependency>' "$pom") artifacts and what they need) into $dest"
 mvn -q -B -s "$root/jvm/settings.xml" -f "$pom" dependency:copy-dependencies \
   -DoutputDirectory="$dest" -DincludeScope=runtime
+if grep -q '<artifactItems>' "$pom"; then  # plugin archives the POM lists, unpacked one folder each
+  mvn -q -B -s "$root/jvm/settings.xml" -f "$pom" dependency:unpack -DoutputDirectory="$dest/plugins" \
+    -DmarkersDirectory="$dest/.markers"
+fi
 touch "$stamp"
 echo "fetch-jars: $(ls "$dest"/*.jar | wc -l) jars in $dest"
