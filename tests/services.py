@@ -1,5 +1,6 @@
-"""Real services for integration tests: a Kafka broker (testcontainers where Docker runs, else the
-project's native KRaft broker from Maven Central jars), a MariaDB server (Debian's package), and the
+"""Real services for integration tests, one of each per test session: a Kafka broker (testcontainers
+where Docker runs, else the project's native KRaft broker from Maven Central jars), a MariaDB server
+(Debian's package), a Kafka Connect worker with the Debezium connectors (Maven Central jars), and the
 stream as a separate process."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -88,6 +90,23 @@ class MariaDB:
     port: int
     folder: Path
 
+    @property
+    def capture_secrets(self) -> Path:
+        """The capture user's password file (``password=...``), as Kafka Connect's FileConfigProvider reads it."""
+        return self.folder / "cdc.properties"
+
+    def connect(self, database: str | None = None) -> Any:
+        """A pymysql connection as root through the socket (utf8mb4, autocommit)."""
+        import pymysql
+
+        return pymysql.connect(
+            unix_socket=str(self.folder / "mariadb.sock"),
+            user="root",
+            database=database,
+            charset="utf8mb4",
+            autocommit=True,
+        )
+
     def sql(self, statement: str) -> str:
         env = {**os.environ, "MARIADB_DIR": str(self.folder), "MARIADB_PORT": str(self.port)}
         done = subprocess.run(
@@ -108,6 +127,47 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
         yield server
     finally:
         subprocess.run([script, "stop", str(server.port)], env=env, check=False)
+
+
+@dataclass
+class ConnectWorker:
+    """A Kafka Connect worker started by scripts/connect.sh; restart() for the tests that need one."""
+
+    port: int
+    folder: Path
+    bootstrap: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _run(self, command: str) -> None:
+        env = {
+            **os.environ,
+            "CONNECT_DIR": str(self.folder),
+            "CONNECT_BOOTSTRAP": self.bootstrap,
+            "CONNECT_GROUP": f"it-connect-{self.port}",
+        }
+        subprocess.run(
+            [str(ROOT / "scripts" / "connect.sh"), command, str(self.port)], check=True, env=env, timeout=300
+        )
+
+    def start(self) -> None:
+        self._run("start")
+
+    def stop(self) -> None:
+        self._run("stop")
+
+
+@pytest.fixture(scope="session")
+def connect_worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectWorker]:
+    """A real Kafka Connect worker with the Debezium MariaDB and MySQL connectors on its plugin.path."""
+    worker = ConnectWorker(free_port_pair(), tmp_path_factory.mktemp("connect"), kafka_bootstrap)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
 
 
 @pytest.fixture
@@ -163,7 +223,7 @@ def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int |
         "app_id": f"it-{server}",
         "kafka": {
             "bootstrap_servers": bootstrap,
-            "topic_pattern": server + r"\..*",
+            "topic_pattern": "^" + server + r"\..*",
             "starting_offsets": "earliest",
             "max_offsets_per_trigger": max_per_batch,
         },

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from cdc_delta import __version__
-from cdc_delta.cli import demo, jobs, stream
+from cdc_delta.cli import connectors, demo, jobs, stream
 from cdc_delta.cli.common import logger
 from cdc_delta.exceptions import CdcDeltaError
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, with tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (stream, jobs, demo):
+    for group in (stream, jobs, connectors, demo):
         group.add_commands(sub)
     return parser
 

@@ -10,6 +10,7 @@ where callers import them from.
 
 from cdc_delta.config.app import AppConfig, KafkaConfig, SparkConfig, StorageConfig
 from cdc_delta.config.common import is_uri
+from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
 from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
@@ -18,6 +19,7 @@ __all__ = [
     "DELTA_MIN_RETENTION_HOURS",
     "ENV_PREFIX",
     "AppConfig",
+    "ConnectConfig",
     "KafkaConfig",
     "MaintenanceConfig",
     "SnapshotConfig",

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from cdc_delta.config.common import Frozen, absolute, check_regex
+from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.tables import TableConfig
 from cdc_delta.exceptions import ConfigError
@@ -99,6 +100,7 @@ class AppConfig(Frozen):
     skip it (counted), or park it in the dead letters for a person to decide."""
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    connect: ConnectConfig = Field(default_factory=ConnectConfig)
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
     type widening. Off: such a change stops the table like any other incompatible change."""

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from cdc_delta.exceptions import ConfigError
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -31,3 +35,38 @@ def check_regex(value: str | None, what: str) -> str | None:
         except re.error as exc:
             raise ValueError(f"{what} {value!r} is not a valid regular expression: {exc}") from None
     return value
+
+
+class PasswordSource(Frozen):
+    """A password read from the environment or a file when it is needed: never held in the config
+    file, never logged. Subclasses name their section in ``SECTION`` for the messages."""
+
+    SECTION: ClassVar[str] = "password"
+    password_env: str | None = None
+    """Name of the environment variable holding the password."""
+    password_file: str | None = None
+    """Or a file holding it (a mounted secret); its surrounding whitespace is ignored."""
+
+    @model_validator(mode="after")
+    def _one_password(self) -> PasswordSource:
+        if self.password_env and self.password_file:
+            raise ValueError(f"set {self.SECTION}.password_env or password_file, not both")
+        return self
+
+    def password(self) -> str | None:
+        """The password from the environment or the file (None when neither is set)."""
+        if self.password_env:
+            value = os.environ.get(self.password_env)
+            if value is None:
+                raise ConfigError(
+                    f"{self.SECTION}.password_env names {self.password_env}, which is not set in the environment"
+                )
+            return value
+        if self.password_file:
+            try:
+                return Path(self.password_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"{self.SECTION}.password_file {self.password_file} cannot be read: {exc.strerror}"
+                ) from None
+        return None

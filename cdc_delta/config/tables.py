@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from cdc_delta.config.common import IDENTIFIER, Frozen, absolute, check_regex
+from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.events import column_types
-from cdc_delta.exceptions import ConfigError
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -59,8 +56,10 @@ class StockExportConfig(Frozen):
         return value
 
 
-class SourceCountJdbc(Frozen):
+class SourceCountJdbc(PasswordSource):
     """Count the source table over JDBC when the snapshot is published (MariaDB or MySQL)."""
+
+    SECTION: ClassVar[str] = "source_count_jdbc"
 
     url: str
     """``jdbc:mariadb://host:3306/shop`` (the bundled MariaDB driver also serves MySQL servers);
@@ -68,10 +67,6 @@ class SourceCountJdbc(Frozen):
     query: str
     """The count, e.g. ``SELECT COUNT(*) FROM orders``: its first column of the first row is used."""
     user: str | None = None
-    password_env: str | None = None
-    """Name of the environment variable holding the password."""
-    password_file: str | None = None
-    """Or a file holding it (a mounted secret); its surrounding whitespace is ignored."""
     driver: str = "org.mariadb.jdbc.Driver"
 
     @field_validator("url")
@@ -84,30 +79,6 @@ class SourceCountJdbc(Frozen):
                 "source_count_jdbc.url must not hold the password: set password_env or password_file instead"
             )
         return value
-
-    @model_validator(mode="after")
-    def _one_password(self) -> SourceCountJdbc:
-        if self.password_env and self.password_file:
-            raise ValueError("set source_count_jdbc.password_env or password_file, not both")
-        return self
-
-    def password(self) -> str | None:
-        """The password from the environment or the file (read when needed, never logged)."""
-        if self.password_env:
-            value = os.environ.get(self.password_env)
-            if value is None:
-                raise ConfigError(
-                    f"source_count_jdbc.password_env names {self.password_env}, which is not set in the environment"
-                )
-            return value
-        if self.password_file:
-            try:
-                return Path(self.password_file).read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ConfigError(
-                    f"source_count_jdbc.password_file {self.password_file} cannot be read: {exc.strerror}"
-                ) from None
-        return None
 
 
 class TableConfig(Frozen):

@@ -1,0 +1,116 @@
+"""The Kafka Connect HTTP layer against a scripted worker (an adapter under a real requests.Session):
+retries of 409 and unreachable workers, errors that name the connector or carry the worker's message,
+auth and TLS settings. The real worker is exercised by tests/e2e and tests/connect/test_cli_worker.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+from requests.adapters import BaseAdapter
+from requests.models import PreparedRequest, Response
+
+from cdc_delta.config import ConnectConfig
+from cdc_delta.connect.client import ConnectClient
+from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.exceptions import ConnectorConflict, ConnectorError, ConnectorNotFound
+
+Answer = tuple[int, Any]
+
+
+class ScriptedWorker(BaseAdapter):
+    """Answers each request with the next scripted (status, body), and records what was asked."""
+
+    def __init__(self, answers: list[Answer | Callable[[PreparedRequest], Answer]]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+        self.requests: list[PreparedRequest] = []
+
+    def send(self, request: PreparedRequest, **kwargs: Any) -> Response:  # type: ignore[override]
+        self.requests.append(request)
+        answer = self.answers.pop(0)
+        status, body = answer(request) if callable(answer) else answer
+        response = Response()
+        response.status_code = status
+        response.url = request.url or ""
+        response._content = b"" if body is None else json.dumps(body).encode()
+        response.request = request
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def http(answers: list[Any], **config: Any) -> tuple[ConnectHttp, ScriptedWorker, list[float]]:
+    worker = ScriptedWorker(answers)
+    session = requests.Session()
+    session.mount("http://", worker)
+    sleeps: list[float] = []
+    settings = {"url": "http://connect.test:8083", "retry_seconds": 30, **config}
+    return ConnectHttp(ConnectConfig(**settings), session=session, sleep=sleeps.append), worker, sleeps
+
+
+def test_a_rebalance_409_is_retried_with_backoff_until_it_answers() -> None:
+    conflict = (409, {"error_code": 409, "message": "Request cannot be completed because a rebalance is expected"})
+    client, worker, sleeps = http([conflict, conflict, (201, {"name": "c"})])
+    assert client.request("PUT", "/connectors/c/config", body={"a": "b"}, connector="c") == {"name": "c"}
+    assert len(worker.requests) == 3
+    assert sleeps == [0.5, 1.0]
+
+
+def test_a_409_that_lasts_past_the_retry_time_is_a_conflict_error() -> None:
+    conflict = (409, {"error_code": 409, "message": "rebalance in progress"})
+    client, _, _ = http([conflict], retry_seconds=0)
+    with pytest.raises(ConnectorConflict, match=r"PUT /connectors/c/pause: .*rebalancing.*rebalance in progress"):
+        client.request("PUT", "/connectors/c/pause", connector="c")
+
+
+def test_404_names_the_connector() -> None:
+    client, _, _ = http([(404, {"error_code": 404, "message": "Connector nope not found"})])
+    with pytest.raises(ConnectorNotFound, match=r"connector 'nope' does not exist on http://connect.test:8083"):
+        ConnectClient(client).status("nope")
+
+
+def test_a_missing_connector_config_is_none_not_an_error() -> None:
+    client, _, _ = http([(404, {"error_code": 404, "message": "Connector nope not found"})])
+    assert ConnectClient(client).config("nope") is None
+
+
+def test_4xx_and_5xx_carry_the_workers_own_message() -> None:
+    client, _, _ = http([(400, {"error_code": 400, "message": "Connector configuration is invalid"})])
+    with pytest.raises(ConnectorError, match=r"failed with HTTP 400: Connector configuration is invalid$"):
+        client.request("PUT", "/connectors/c/config", body={}, connector="c")
+    client, _, _ = http([(500, {"error_code": 500, "message": None})])
+    with pytest.raises(ConnectorError, match=r"HTTP 500: .*\(the cause is in the Connect worker's log\)"):
+        client.request("GET", "/connectors")
+
+
+def test_an_unreachable_worker_is_retried_then_named() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    sleeps: list[float] = []
+    client = ConnectHttp(ConnectConfig(url=f"http://127.0.0.1:{port}", retry_seconds=2), sleep=sleeps.append)
+    with pytest.raises(ConnectorError, match=rf"cannot reach Kafka Connect at http://127.0.0.1:{port} .*--connect-url"):
+        client.request("GET", "/connectors")
+    assert sleeps and sleeps == sorted(sleeps) and max(sleeps) <= 5.0
+
+
+def test_basic_auth_from_the_environment_and_tls_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONNECT_PASSWORD", "s3cret")
+    client, worker, _ = http([(200, [])], username="admin", password_env="CONNECT_PASSWORD", verify="/etc/ca.pem")
+    client.request("GET", "/connectors")
+    assert worker.requests[0].headers["Authorization"].startswith("Basic ")
+    assert client.session.verify == "/etc/ca.pem"
+
+
+def test_restart_asks_for_tasks_and_only_the_failed_ones() -> None:
+    body = {"name": "c", "connector": {"state": "RUNNING", "worker_id": "w"}, "tasks": [], "type": "source"}
+    client, worker, _ = http([(202, body)])
+    ConnectClient(client).restart("c", failed_only=True)
+    assert worker.requests[0].method == "POST"
+    assert worker.requests[0].url == "http://connect.test:8083/connectors/c/restart?includeTasks=true&onlyFailed=true"
