@@ -50,7 +50,7 @@ def write_config(folder: Path, bootstrap: str, server: str, trigger_s: int, max_
                 "app_id": f"bench-{server}",
                 "kafka": {
                     "bootstrap_servers": bootstrap,
-                    "topic_pattern": server + r"\..*",
+                    "topic_pattern": "^" + server + r"\..*",
                     "max_offsets_per_trigger": max_per_batch,
                 },
                 "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},

@@ -42,6 +42,11 @@ def quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
+def string_literal(text: str) -> str:
+    """A Spark SQL string literal of ``text`` (for table properties; data values never go into SQL)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def delta_path_identifier(path: str) -> str:
     """The SQL identifier of the Delta table at ``path``: delta.`path`."""
     return "delta." + quote(path)

@@ -24,7 +24,9 @@ class KafkaConfig(Frozen):
     topics: list[str] = Field(default_factory=list)
     """Topics to subscribe to. Leave empty to use ``topic_pattern``."""
     topic_pattern: str | None = None
-    """A Java regex of topics to subscribe to (Spark's ``subscribePattern``), instead of ``topics``."""
+    """A regex of topics to subscribe to (Spark's ``subscribePattern``), instead of ``topics``. Like Spark,
+    it matches anywhere in a topic name: anchor it (``^dbserver1\\.inventory\\..*$``) so that it does not
+    also catch ``dbserver1-history`` or another connector's topics."""
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     """Where a new stream (no checkpoint yet) starts reading."""
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
@@ -136,14 +138,23 @@ class AppConfig(Frozen):
                 f"snapshot.tables lists {sharded}, whose key includes the shard (key_includes_source): the "
                 "nightly snapshot does not support those tables; leave them out"
             )
+        if self.snapshot.tables and self.hive_name_clashes():
+            raise ValueError(self.hive_name_clashes())
+        return self
+
+    def hive_name_clashes(self) -> str | None:
+        """Why the snapshot tables cannot all be published (two would share a Hive name), or None.
+
+        Tables that share a name in different databases (inventory.items, archive.items) replicate
+        fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
         short = [t.name.split(".")[-1] for t in self.snapshot_tables()]
         clashes = sorted({n for n in short if short.count(n) > 1})
-        if clashes:
-            raise ValueError(
-                f"snapshot tables would share Hive names {self.snapshot.database}.{clashes}: list only one table "
-                "per name under snapshot.tables"
-            )
-        return self
+        if not clashes:
+            return None
+        return (
+            f"snapshot tables would share Hive names {self.snapshot.database}.{clashes}: list only one table "
+            "per name under snapshot.tables"
+        )
 
     def snapshot_tables(self) -> list[TableConfig]:
         """The tables the nightly snapshot publishes."""

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from cdc_delta.config import AppConfig
 from cdc_delta.events import logical_types
+from cdc_delta.events.debezium_records import SCHEMA_CHANGE, control_kind, control_ts_ms, dropped_tables
 from cdc_delta.events.ordering import Seq, event_seq
 from cdc_delta.events.routing import Router
 
@@ -70,12 +71,23 @@ def _image_fields(schema: Any, image_name: str) -> dict[str, dict[str, Any]] | N
     return None
 
 
+def _default(field: dict[str, Any]) -> tuple[Any] | tuple[()]:
+    """The column's default at the source, canonical, as a 1-tuple (empty: none, or none readable)."""
+    if field.get("default") is None:
+        return ()
+    try:
+        return (logical_types.decode_connect_value(field, field["default"]),)
+    except (ValueError, TypeError, ArithmeticError):
+        return ()
+
+
 def _decode_image(
     image: dict[str, Any], fields: dict[str, dict[str, Any]] | None, configured: dict[str, str]
-) -> tuple[dict[str, Any], list[list[str]]]:
-    """Canonical values and ``[[column, type], ...]`` of one row image; ValueError names the column."""
+) -> tuple[dict[str, Any], list[list[Any]]]:
+    """Canonical values and the descriptor ``[[column, type(, default)], ...]`` of one row image (the
+    default where the Connect schema gives one); ValueError names the column."""
     values: dict[str, Any] = {}
-    schema: list[list[str]] = []
+    schema: list[list[Any]] = []
     names = list(fields) if fields is not None else list(image)
     names += [name for name in image if name not in names]
     for name in names:
@@ -91,8 +103,43 @@ def _decode_image(
             raise ValueError(f"column {name!r}: cannot decode {raw!r}: {exc}") from None
         values[name] = value
         if type_name:
-            schema.append([name, type_name])
+            default = _default(fields[name]) if fields is not None and name in fields else ()
+            schema.append([name, type_name, *default])
     return values, schema
+
+
+def _truncate(known: dict[str, Any], plan: DecodePlan, what: str) -> Decoded:
+    """A TRUNCATE (or a DROP TABLE, which the lake follows the same way) under the truncate policy."""
+    if plan.truncate_policy == "skip":
+        return Decoded(SKIP, f"{what} skipped (truncate_policy=skip)", **known)
+    if plan.truncate_policy == "dead_letter":
+        return _dead(f"{what} parked for review (truncate_policy=dead_letter)", **known)
+    return Decoded(OK, **known)
+
+
+def _schema_change(partition: int, offset: int, message: dict[str, Any], plan: DecodePlan) -> Decoded:
+    """Skipped, unless it drops a configured table: then its rows are soft-deleted like a TRUNCATE's."""
+    source: dict[str, Any] = message["source"] if isinstance(message.get("source"), dict) else {}
+    skipped = Decoded(SKIP, SCHEMA_CHANGE, source_ts_ms=control_ts_ms(message))
+    if source.get("snapshot") not in (None, False, "false"):
+        # A connector's snapshot writes DROP TABLE IF EXISTS + CREATE TABLE for every table it reads:
+        # history for schema-history consumers, not a drop.
+        return skipped
+    dropped = []
+    for db, tbl in dropped_tables(message):
+        # The topic the dropped table's changes went to: <topic.prefix>.<db>.<table>.
+        table = plan.router.route(f"{source.get('name')}.{db}.{tbl}", db, tbl)
+        if table is not None:
+            dropped.append((db, tbl, table))
+    if not dropped:
+        return skipped
+    if len(dropped) > 1:
+        names = ", ".join(f"{db}.{tbl}" for db, tbl, _ in dropped)
+        return _dead(f"one schema change drops several replicated tables ({names}): apply it by hand")
+    db, tbl, table = dropped[0]
+    seq = event_seq("t", source, message.get("ts_ms"), partition, offset)
+    known = {"op": "t", "source_db": db, "source_table": tbl, "table": table, "seq": seq}
+    return _truncate({**known, "source_ts_ms": seq.ts_ms or None}, plan, f"DROP TABLE {db}.{tbl}")
 
 
 def decode_record(topic: str, partition: int, offset: int, value: bytes | None, plan: DecodePlan) -> Decoded:
@@ -112,6 +159,12 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
         return _dead(f"value is JSON {type(message).__name__}, not a Debezium envelope object")
     op = message.get("op")
     if op not in OPS:
+        kind = control_kind(schema, message)
+        if kind == SCHEMA_CHANGE:
+            return _schema_change(partition, offset, message, plan)
+        if kind is not None:
+            # Its time still tells how far the connector has got on this partition (readiness).
+            return Decoded(SKIP, kind, source_ts_ms=control_ts_ms(message))
         return _dead(f"unknown op {op!r}: expected one of {', '.join(OPS)}")
     source = message.get("source")
     if not isinstance(source, dict):
@@ -125,11 +178,7 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
     seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
     known.update(seq=seq, source_ts_ms=seq.ts_ms or None)
     if op == "t":
-        if plan.truncate_policy == "skip":
-            return Decoded(SKIP, "truncate skipped (truncate_policy=skip)", **known)
-        if plan.truncate_policy == "dead_letter":
-            return _dead("truncate parked for review (truncate_policy=dead_letter)", **known)
-        return Decoded(OK, **known)
+        return _truncate(known, plan, "truncate")
     image_name = "before" if op == "d" else "after"
     image = message.get(image_name)
     if not isinstance(image, dict):

@@ -22,14 +22,19 @@ from cdc_delta.events import column_types
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 EPOCH_DATE = dt.date(1970, 1, 1)
 _DECIMAL_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_ISO_INSTANT = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}(?::?\d{2})?)?")
 _INT_RANGE = {"tinyint": 2**7, "smallint": 2**15, "int": 2**31, "bigint": 2**63}
 
-# Connect primitive type -> column type, when the field has no logical name we know.
+# Connect primitive type -> column type, when the field has no logical name we know. Kafka's
+# JsonConverter names FLOAT32/FLOAT64 "float"/"double" in the schemas it writes; Connect's own names
+# (float32/float64) appear in other serialisations.
 _CONNECT_PRIMITIVES = {
     "int8": "tinyint",
     "int16": "smallint",
     "int32": "int",
     "int64": "bigint",
+    "float": "float",
+    "double": "double",
     "float32": "float",
     "float64": "double",
     "boolean": "boolean",
@@ -53,31 +58,47 @@ def _need_int(value: Any) -> int:
     return value
 
 
+def _exact_decimal(unscaled_base64: str, scale: int) -> str:
+    """The plain decimal text of a big-endian two's-complement unscaled value and its scale.
+
+    Built from text, not arithmetic: Python's decimal context rounds results to 28 digits, which
+    would change any value of more (MySQL allows 65)."""
+    unscaled = int.from_bytes(base64.b64decode(unscaled_base64, validate=True), "big", signed=True)
+    return format(decimal.Decimal(f"{unscaled}E{-scale}"), "f")
+
+
 def _connect_decimal(value: Any, field: dict[str, Any]) -> str:
     params = field.get("parameters") or {}
-    scale = int(params.get("scale", 0))
     if not isinstance(value, str):
         raise ValueError(f"expected base64 bytes of a Connect Decimal, got {value!r}")
-    raw = base64.b64decode(value, validate=True)
-    unscaled = int.from_bytes(raw, "big", signed=True)
-    return str(decimal.Decimal(unscaled).scaleb(-scale))
+    return _exact_decimal(value, int(params.get("scale", 0)))
 
 
 def _variable_scale_decimal(value: Any, field: dict[str, Any]) -> str:
     if not isinstance(value, dict) or "scale" not in value or "value" not in value:
         raise ValueError(f"expected a VariableScaleDecimal struct {{scale, value}}, got {value!r}")
-    unscaled = int.from_bytes(base64.b64decode(value["value"], validate=True), "big", signed=True)
-    return str(decimal.Decimal(unscaled).scaleb(-int(value["scale"])))
+    return _exact_decimal(value["value"], int(value["scale"]))
 
 
 def _zoned_timestamp(value: Any, field: dict[str, Any]) -> int:
+    """ISO-8601 text -> microseconds since the epoch. Debezium's ZonedTimestamp writes as many fraction
+    digits as the value needs (``...:07Z``, ``...:07.1234Z``, up to 9); digits past the microsecond
+    are dropped (a Spark timestamp holds microseconds)."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO-8601 timestamp string, got {value!r}")
-    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    delta = parsed - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    m = _ISO_INSTANT.fullmatch(value.strip())
+    if m is None:
+        raise ValueError(f"{value!r} is not an ISO-8601 timestamp (YYYY-MM-DDTHH:MM:SS[.f][Z|+HH:MM])")
+    date, time, fraction, zone = m.groups()
+    parsed = dt.datetime.fromisoformat(f"{date}T{time}")
+    offset = dt.timedelta()
+    if zone and zone not in ("Z", "z"):
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset = sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    delta = parsed.replace(tzinfo=dt.timezone.utc) - offset - EPOCH
+    micros = int((fraction or "0").ljust(6, "0")[:6])
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + micros
 
 
 def _enum_set(value: Any, field: dict[str, Any]) -> list[str]:
@@ -100,6 +121,17 @@ def _divided(divisor: int) -> Callable[[Any, dict[str, Any]], int]:
 
 def _time_from(factor: int, divisor: int = 1) -> Callable[[Any, dict[str, Any]], str]:
     return lambda value, field: _time_of_day(_need_int(value) * factor // divisor)
+
+
+def _bits(value: Any, field: dict[str, Any]) -> str:
+    """BIT(n) as MySQL holds it: big-endian bytes, ceil(n/8) of them. Debezium's Bits carry the bytes
+    least significant first (java.util.BitSet's order), so they are reversed here."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected base64 bytes of io.debezium.data.Bits, got {value!r}")
+    raw = base64.b64decode(value, validate=True)[::-1]
+    length = int((field.get("parameters") or {}).get("length", len(raw) * 8))
+    width = max(1, -(-length // 8))
+    return base64.b64encode(raw.rjust(width, b"\0")[-width:]).decode()
 
 
 def _date_from_days(value: Any, field: dict[str, Any]) -> str:
@@ -126,7 +158,7 @@ _LOGICAL: dict[str, tuple[str | None, Callable[[Any, dict[str, Any]], Any]]] = {
     "io.debezium.data.Json": ("string", _as_json_text),
     "io.debezium.data.Enum": ("string", lambda value, field: str(value)),
     "io.debezium.data.EnumSet": ("array<string>", _enum_set),
-    "io.debezium.data.Bits": ("binary", lambda value, field: to_canonical("binary", value)),
+    "io.debezium.data.Bits": ("binary", _bits),
 }
 
 
@@ -139,8 +171,10 @@ def connect_column_type(field: dict[str, Any]) -> str:
             return type_name
         params = field.get("parameters") or {}
         scale = int(params.get("scale", 0))
-        precision = int(params.get("connect.decimal.precision", column_types.MAX_DECIMAL_PRECISION))
-        return f"decimal({max(precision, scale, 1)},{scale})"
+        precision = max(int(params.get("connect.decimal.precision", column_types.MAX_DECIMAL_PRECISION)), scale, 1)
+        if precision > column_types.MAX_DECIMAL_PRECISION:
+            return "string"  # exact decimal text: Spark and Delta decimals hold 38 digits, MySQL's 65
+        return f"decimal({precision},{scale})"
     return _CONNECT_PRIMITIVES.get(field.get("type", ""), "string")
 
 

@@ -22,6 +22,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.events.envelope import DEAD, OK, SKIP, DecodePlan
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import ConfigError, SchemaChangeError
+from cdc_delta.ingest import column_defaults
 from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
 from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.ingest.decode import decode_batch, field, is_dead, is_row_event
@@ -55,8 +56,8 @@ class _TableWork:
 
     name: str
     events: int
-    descriptors: list[str]
-    """The distinct ``schema_json`` of its row events."""
+    descriptors: dict[str, Seq]
+    """The distinct ``schema_json`` of its row events, and the earliest event of each."""
     truncates: list[tuple[str | None, str | None, Seq]]
     metadata: dict[str, Any]
     """The batch's commit metadata plus this table's name, event count and newest source time."""
@@ -67,7 +68,7 @@ def _table_work(stats: BatchStats, batch_metadata: dict[str, Any]) -> list[_Tabl
         _TableWork(
             name=name,
             events=stats.events_by_table[name],
-            descriptors=sorted(stats.descriptors[name]),
+            descriptors=dict(stats.descriptors[name]),
             truncates=stats.truncates[name],
             metadata={
                 **batch_metadata,
@@ -129,7 +130,7 @@ class BatchProcessor:
                 applied=stats.by_status[OK] - parked_count,
                 dead_lettered=dead_count,
                 skipped=stats.by_status[SKIP],
-                tombstones=stats.tombstones,
+                skips=dict(stats.skips),
                 tables=tuple(tables),
                 offsets={t: dict(p) for t, p in stats.offsets.items()},
                 max_source_ts_ms=stats.max_source_ts_ms,
@@ -150,45 +151,60 @@ class BatchProcessor:
             return TableResult(work.name, work.events, parked=work.events, error=plan)
         if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
             wait_while_held(hold_path(self._lock_file, work.name), work.name)
-        if not state.exists:
-            create_table(ctx.spark, path, plan.columns)
-        elif plan.changed:
-            apply_schema_plan(ctx.spark, path, plan)
-        self._states[path] = TableState(True, plan.columns)
-        merge = self._merge(ctx, work, path, plan) if work.descriptors else MergeResult(work.name, replayed=False)
+        state = self._states[path] = self._follow_schema(ctx.spark, work, path, state, plan)
+        merge = self._merge(ctx, work, path, state) if work.descriptors else MergeResult(work.name, replayed=False)
         truncated = self._truncate(ctx, work, path)
         return TableResult(work.name, work.events, merge=merge, truncated=truncated)
+
+    def _follow_schema(
+        self, spark: SparkSession, work: _TableWork, path: str, state: TableState, plan: SchemaPlan
+    ) -> TableState:
+        """Create the table, or add and widen its columns; columns added at the source with a default
+        get it on the rows that predate them (recorded first, so that a crash is finished on restart)."""
+        if not state.exists:
+            create_table(spark, path, plan.columns)
+            created = column_defaults.added_defaults(plan, work.descriptors, filled=True)  # no older rows
+            if created:
+                column_defaults.save(spark, path, created)
+            return TableState(True, plan.columns, defaults=created)
+        added = column_defaults.added_defaults(plan, work.descriptors, filled=False)
+        defaults = {**state.defaults, **added}
+        if added:
+            column_defaults.save(spark, path, defaults)
+        if plan.changed:
+            apply_schema_plan(spark, path, plan)
+        defaults = column_defaults.finish(spark, path, dict(plan.columns), defaults)
+        return TableState(True, plan.columns, defaults=defaults)
 
     def _plan_schema(self, spark: SparkSession, work: _TableWork, path: str, state: TableState) -> SchemaPlan | str:
         """The table's columns after this batch, or why the table is (now) stopped."""
         if state.stopped:
-            reason = (
-                f"table {work.name} is stopped (table property cdc_delta.stopped=true) after an "
-                "incompatible schema change; event parked for replay"
-            )
+            why = state.stopped_reason or "after an incompatible schema change"
+            reason = f"table {work.name} is stopped (table property cdc_delta.stopped=true): {why}; event parked"
             logger.error("%s: %d events parked", reason, work.events)
             return reason
         try:
-            return plan_schema(work.name, state.business, work.descriptors, self.config.allow_type_widening)
+            return plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
         except SchemaChangeError as exc:
             logger.error("%s", exc)
             if not state.exists:
                 create_table(spark, path, ())
-            mark_stopped(spark, path)
-            self._states[path] = TableState(True, state.business, stopped=True)
+            mark_stopped(spark, path, str(exc))
+            self._states[path] = TableState(True, state.business, stopped=True, stopped_reason=str(exc))
             return str(exc)
 
-    def _merge(self, ctx: _Batch, work: _TableWork, path: str, plan: SchemaPlan) -> MergeResult:
+    def _merge(self, ctx: _Batch, work: _TableWork, path: str, state: TableState) -> MergeResult:
         table = self.config.table(work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = ctx.decoded.where(is_row_event() & (field("table") == work.name))
-        latest = latest_per_key(typed_rows(events, plan.columns, ctx.started), key)
+        rows = typed_rows(events, state.business, ctx.started, state.defaults, list(work.descriptors))
+        latest = latest_per_key(rows, key)
         latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
         check_replay = ctx.batch_id <= self._last_batch.get(work.name, -1) or work.name not in self._last_batch
         try:
             commit = Commit(f"{self.config.app_id}:{work.name}", ctx.batch_id, work.metadata)
             result = merge_rows(
-                ctx.spark, path, latest, key, dict(plan.columns), commit, work.name, check_replay=check_replay
+                ctx.spark, path, latest, key, dict(state.business), commit, work.name, check_replay=check_replay
             )
         finally:
             latest.unpersist()

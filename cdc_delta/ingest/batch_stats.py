@@ -11,21 +11,23 @@ from dataclasses import field as dc_field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from cdc_delta.events.envelope import OK
+from cdc_delta.events.envelope import OK, SKIP
 from cdc_delta.events.ordering import Seq
-from cdc_delta.ingest.decode import field, is_row_event, is_tombstone, is_truncate
+from cdc_delta.ingest.decode import field, is_row_event, is_truncate
 
 
 @dataclass
 class BatchStats:
     rows_in: int = 0
     by_status: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
-    tombstones: int = 0
+    skips: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    """Skipped records by reason: tombstone, schema change, transaction marker, heartbeat, ..."""
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
     max_ts_by_partition: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
-    descriptors: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
+    descriptors: dict[str, dict[str, Seq]] = dc_field(default_factory=lambda: defaultdict(dict))
+    """Per table, its row events' distinct ``schema_json`` and the earliest event of each."""
     truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
 
     @property
@@ -42,13 +44,14 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
             "partition",
             field("status").alias("status"),
             field("table").alias("table"),
-            is_tombstone().alias("tombstone"),
+            F.when(field("status") == SKIP, field("reason")).alias("skip_reason"),
+            F.when(is_row_event(), field("schema_json")).alias("descriptor"),
         )
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.max("offset").alias("max_offset"),
             F.max(field("source_ts_ms")).alias("max_ts"),
-            F.collect_set(F.when(is_row_event(), field("schema_json"))).alias("schemas"),
+            F.min(field("seq")).alias("min_seq"),
             F.collect_set(truncate).alias("truncates"),
         )
         .collect()
@@ -57,7 +60,8 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
     for r in rows:
         stats.rows_in += r["n"]
         stats.by_status[r["status"]] += r["n"]
-        stats.tombstones += r["n"] if r["tombstone"] else 0
+        if r["skip_reason"] is not None:
+            stats.skips[r["skip_reason"]] += r["n"]
         partition = str(r["partition"])
         stats.offsets[r["topic"]][partition] = max(stats.offsets[r["topic"]].get(partition, -1), r["max_offset"])
         if r["max_ts"] is not None:
@@ -66,7 +70,9 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
         if r["status"] == OK and r["table"] is not None:
             table = r["table"]
             stats.events_by_table[table] += r["n"]
-            stats.descriptors[table].update(r["schemas"])
+            if r["descriptor"] is not None:
+                earliest, known = Seq(*r["min_seq"]), stats.descriptors[table]
+                known[r["descriptor"]] = min(known.get(r["descriptor"], earliest), earliest)
             stats.truncates[table] += [(t[0], t[1], Seq(*t[2])) for t in r["truncates"]]
             if r["max_ts"] is not None:
                 stats.max_ts_by_table[table] = max(stats.max_ts_by_table.get(table, 0), r["max_ts"])

@@ -8,7 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, Decoded, DecodePlan, decode_record
+from cdc_delta.events.envelope import DEAD, OK, Decoded, DecodePlan, decode_record
 from cdc_delta.events.ordering import SEQ_DDL
 
 DECODED = "_decoded"
@@ -51,7 +51,3 @@ def is_truncate() -> Column:
 
 def is_dead() -> Column:
     return field("status") == DEAD
-
-
-def is_tombstone() -> Column:
-    return (field("status") == SKIP) & (field("reason") == TOMBSTONE)

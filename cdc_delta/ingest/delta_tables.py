@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -11,12 +11,16 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 
 from cdc_delta import columns as C
 from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.ingest import column_defaults
+from cdc_delta.ingest.column_defaults import ColumnDefault
 from cdc_delta.ingest.schema_evolution import SchemaPlan
 
 logger = logging.getLogger(__name__)
 
 STOPPED_PROPERTY = "cdc_delta.stopped"
 """Set to 'true' on a table whose source made a change it cannot follow; its events are parked."""
+STOPPED_REASON_PROPERTY = "cdc_delta.stopped_reason"
+"""Why the table stopped, for the reason of every event parked after."""
 TYPE_WIDENING_PROPERTY = "delta.enableTypeWidening"
 
 
@@ -27,6 +31,9 @@ class TableState:
     exists: bool
     business: tuple[tuple[str, str], ...] = ()
     stopped: bool = False
+    stopped_reason: str = ""
+    defaults: dict[str, ColumnDefault] = field(default_factory=dict)
+    """Columns the source added with a default (see :mod:`cdc_delta.ingest.column_defaults`)."""
 
 
 def table_state(spark: SparkSession, path: str) -> TableState:
@@ -37,7 +44,10 @@ def table_state(spark: SparkSession, path: str) -> TableState:
     properties = detail["properties"] if detail else {}
     schema = spark.read.format("delta").load(path).schema
     business = tuple((f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX))
-    return TableState(True, business, (properties or {}).get(STOPPED_PROPERTY) == "true")
+    properties = properties or {}
+    stopped = properties.get(STOPPED_PROPERTY) == "true"
+    reason = properties.get(STOPPED_REASON_PROPERTY, "")
+    return TableState(True, business, stopped, reason, column_defaults.from_properties(properties))
 
 
 def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
@@ -69,6 +79,9 @@ def apply_schema_plan(spark: SparkSession, path: str, plan: SchemaPlan) -> None:
             logger.warning("table %s: widened column %s from %s to %s", path, name, old, new)
 
 
-def mark_stopped(spark: SparkSession, path: str) -> None:
-    """Flag the table as stopped; later batches park its events until an operator clears the flag."""
-    spark.sql(f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES ('{STOPPED_PROPERTY}' = 'true')")
+def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
+    """Flag the table as stopped, with why; later batches park its events until an operator clears the flag."""
+    spark.sql(
+        f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES "
+        f"('{STOPPED_PROPERTY}' = 'true', '{STOPPED_REASON_PROPERTY}' = {C.string_literal(reason)})"
+    )

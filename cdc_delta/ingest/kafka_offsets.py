@@ -86,7 +86,7 @@ def _partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str |
     consumer = _consumer(bootstrap, group)
     try:
         metadata = consumer.list_topics(timeout=10)
-        names = sorted(t for t in metadata.topics if t in topics or (pattern is not None and re.fullmatch(pattern, t)))
+        names = sorted(t for t in metadata.topics if t in topics or (pattern is not None and re.search(pattern, t)))
         parts = [TopicPartition(t, p) for t in names for p in sorted(metadata.topics[t].partitions)]
         committed = (
             {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=10)} if parts else {}

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from cdc_delta.events.envelope import TOMBSTONE
 from cdc_delta.ingest.merge import MergeResult
 
 
@@ -30,11 +31,16 @@ class BatchResult:
     applied: int = 0
     dead_lettered: int = 0
     skipped: int = 0
-    tombstones: int = 0
+    skips: dict[str, int] = dc_field(default_factory=dict)
+    """Skipped records by reason (tombstone, schema change, transaction marker, heartbeat, ...)."""
     tables: tuple[TableResult, ...] = ()
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=dict)
     max_source_ts_ms: int | None = None
     duration_s: float = 0.0
+
+    @property
+    def tombstones(self) -> int:
+        return self.skips.get(TOMBSTONE, 0)
 
     def summary(self) -> str:
         """The one log line of a batch."""
@@ -54,6 +60,13 @@ class BatchResult:
             lag = f", source lag {time.time() - self.max_source_ts_ms / 1000:.1f}s"
         return (
             f"batch {self.batch_id}: {self.rows_in} in, {self.applied} applied, "
-            f"{self.dead_lettered} dead-lettered, {self.skipped} skipped ({self.tombstones} tombstones)"
+            f"{self.dead_lettered} dead-lettered, {self.skipped} skipped{_reasons(self.skips)}"
             f" [{'; '.join(parts)}] in {self.duration_s:.1f}s{lag}"
         )
+
+
+def _reasons(skips: dict[str, int]) -> str:
+    """`` (120 tombstone, 2 schema change)``: the reasons of the skipped records, most frequent first."""
+    if not skips:
+        return ""
+    return " (" + ", ".join(f"{n} {reason}" for reason, n in sorted(skips.items(), key=lambda kv: -kv[1])) + ")"

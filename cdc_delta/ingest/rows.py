@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -11,6 +12,11 @@ from pyspark.sql import functions as F
 from cdc_delta import columns as C
 from cdc_delta.events import column_types
 from cdc_delta.ingest.decode import field
+from cdc_delta.ingest.merge import seq_literal
+from cdc_delta.ingest.schema_evolution import descriptor_columns
+
+if TYPE_CHECKING:
+    from cdc_delta.ingest.column_defaults import ColumnDefault
 
 # Column types whose canonical JSON form is not what from_json would read directly.
 _JSON_FORM = {"date": "string", "timestamp": "bigint", "binary": "string"}
@@ -32,23 +38,49 @@ def _typed(value: Column, type_name: str) -> Column:
     return value.cast(type_name)
 
 
+def typed_literal(value: object, type_name: str) -> Column:
+    """A canonical JSON value (see :mod:`cdc_delta.events.logical_types`) as a typed literal."""
+    if type_name == "array<string>":
+        return F.array(*[F.lit(v) for v in value]).cast(type_name)  # type: ignore[attr-defined]
+    return _typed(F.lit(value), type_name)
+
+
+def _filled(value: Column, name: str, type_name: str, default: ColumnDefault, descriptors: Sequence[str]) -> Column:
+    """``value``, or the column's default for events whose image lacks it and that predate its addition
+    at the source (see :mod:`cdc_delta.ingest.column_defaults`)."""
+    lacking = [d for d in descriptors if name not in descriptor_columns(d)]
+    if not lacking:
+        return value
+    older = field("schema_json").isin(lacking) & (field("seq") < seq_literal(default.since))
+    return F.when(older, typed_literal(default.value, type_name)).otherwise(value)
+
+
 def json_ddl(business: Sequence[tuple[str, str]]) -> str:
     """The from_json schema that reads the canonical JSON of these columns."""
     return ", ".join(f"{C.quote(name)} {_json_type(type_name)}" for name, type_name in business)
 
 
-def typed_rows(events: DataFrame, business: Sequence[tuple[str, str]], ingested_at: dt.datetime) -> DataFrame:
+def typed_rows(
+    events: DataFrame,
+    business: Sequence[tuple[str, str]],
+    ingested_at: dt.datetime,
+    defaults: Mapping[str, ColumnDefault] | None = None,
+    descriptors: Sequence[str] = (),
+) -> DataFrame:
     """One row per decoded row event: every business column of the table (null where the event's image
-    lacks it, as for a column dropped at the source), then the metadata columns.
+    lacks it, as for a column dropped at the source; the column's default where it was added at the
+    source with one after the event), then the metadata columns.
 
     ``events`` holds the Kafka columns and the ``_decoded`` struct; ``business`` is the table's
-    (column, type) list after schema evolution.
+    (column, type) list after schema evolution; ``descriptors`` the batch's distinct ``schema_json``.
     """
     parsed = F.from_json(field("row_json"), json_ddl(business)) if business else None
-    out = [
-        _typed(parsed.getField(name), type_name).alias(name)  # type: ignore[union-attr]
-        for name, type_name in business
-    ]
+    out = []
+    for name, type_name in business:
+        value = _typed(parsed.getField(name), type_name)  # type: ignore[union-attr]
+        if defaults and name in defaults:
+            value = _filled(value, name, type_name, defaults[name], descriptors)
+        out.append(value.alias(name))
     out += [
         field("op").alias(C.OP),
         (field("op") == "d").alias(C.DELETED),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cdc_delta.events import column_types
 from cdc_delta.exceptions import SchemaChangeError
@@ -21,6 +23,8 @@ class SchemaPlan:
     added: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     widened: tuple[tuple[str, str, str], ...] = field(default_factory=tuple)
     """(column, old type, new type)"""
+    added_defaults: dict[str, Any] = field(default_factory=dict)
+    """The source's default of each added column that has one (canonical JSON form)."""
 
     @property
     def changed(self) -> bool:
@@ -42,12 +46,16 @@ def plan_schema(
     order = list(current)
     added: dict[str, str] = {}
     widened: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
     for descriptor in sorted(set(incoming)):
-        for name, type_name in json.loads(descriptor):
+        for name, type_name, *default in json.loads(descriptor):
             if name not in current:
+                _check_name(table, name)
                 current[name] = type_name
                 order.append(name)
                 added[name] = type_name
+                if default:
+                    defaults[name] = default[0]
             elif column_types.fits_in(type_name, current[name]):
                 continue
             else:
@@ -71,4 +79,26 @@ def plan_schema(
         columns=tuple((name, current[name]) for name in order),
         added=tuple(added.items()),
         widened=tuple((name, old, new) for name, (old, new) in widened.items()),
+        added_defaults=defaults,
     )
+
+
+# Characters Delta refuses in column names unless the table uses column mapping.
+_NOT_IN_DELTA_NAMES = set(" ,;{}()\n\t=")
+
+
+def _check_name(table: str, name: str) -> None:
+    bad = sorted(set(name) & _NOT_IN_DELTA_NAMES)
+    if bad:
+        raise SchemaChangeError(
+            f"table {table}: source column {name!r} has characters a Delta column name cannot hold "
+            f"({' '.join(repr(c) for c in bad)}). The table is stopped and its events are parked in the dead "
+            "letters; rename the column at the source (or replicate a view with a plain name), clear the "
+            "table property cdc_delta.stopped, and replay the parked events."
+        )
+
+
+@functools.lru_cache(maxsize=4096)
+def descriptor_columns(descriptor: str) -> frozenset[str]:
+    """The column names of a ``schema_json`` descriptor (``[[name, type(, default)], ...]``)."""
+    return frozenset(entry[0] for entry in json.loads(descriptor))

@@ -242,6 +242,9 @@ def run_snapshot(
     """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report."""
     started = time.monotonic()
     snap = config.snapshot
+    clashes = config.hive_name_clashes()
+    if clashes:
+        raise ConfigError(clashes)
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
     with exclusive_lock(lock_path(config), stale_after_s=12 * 3600, what="snapshot"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,11 @@ def test_a_good_config_resolves_paths() -> None:
             r"whose key includes the shard",
         ),
         (
-            {**GOOD, "tables": [GOOD["tables"][0], {**GOOD["tables"][0], "name": "shop.orders"}]},
+            {
+                **GOOD,
+                "tables": [GOOD["tables"][0], {**GOOD["tables"][0], "name": "shop.orders"}],
+                "snapshot": {"tables": ["inventory.orders", "shop.orders"]},
+            },
             r"would share Hive names",
         ),
         (
@@ -185,3 +190,20 @@ def test_the_jdbc_password_comes_from_the_environment_or_a_file(
     assert from_file.tables[0].source_count_jdbc.password() == "pw2"  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="not both"):
         parse_config(with_table(source_count_jdbc={**jdbc, "password_env": "A", "password_file": "/b"}))
+
+
+def test_tables_sharing_a_name_in_different_databases_replicate_and_only_their_snapshot_is_refused(
+    tmp_path: Path,
+) -> None:
+    items = {"topics": ["a"], "key": ["id"]}
+    config = parse_config(
+        {**GOOD, "tables": [{**items, "name": "inventory.items"}, {**items, "name": "archive.items", "topics": ["b"]}]}
+    )
+    assert [t.name for t in config.tables] == ["inventory.items", "archive.items"]
+    assert config.hive_name_clashes() == (
+        "snapshot tables would share Hive names ods.['items']: list only one table per name under snapshot.tables"
+    )
+    from cdc_delta.snapshot.run import run_snapshot
+
+    with pytest.raises(ConfigError, match=r"would share Hive names ods\.\['items'\]"):
+        run_snapshot(None, config, dt.date(2026, 3, 1), lambda: None)  # type: ignore[arg-type]

@@ -1,0 +1,209 @@
+"""One end-to-end pipeline of a test: its MariaDB databases, its Debezium connector on the session's
+Connect worker (registered through cdc_delta.connect, from connectors/mariadb-inventory.yaml), its
+topics, its stream config, and the checks of the lake against ``SELECT *``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.config import ConnectConfig, load_config
+from cdc_delta.connect.apply import apply, plan
+from cdc_delta.connect.client import ConnectClient
+from cdc_delta.connect.files import load_connector_file
+from cdc_delta.connect.http import ConnectHttp
+from tests.e2e.source import Comparison, compare, source_columns, source_rows
+from tests.services import ROOT, ConnectWorker, MariaDB
+
+CONNECTOR_FILE = ROOT / "connectors" / "mariadb-inventory.yaml"
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    """A logical table and the source tables that feed it."""
+
+    name: str
+    sources: tuple[tuple[str, str], ...]
+    key: tuple[str, ...] = ("id",)
+    sharded: bool = False
+
+    @property
+    def lake_key(self) -> tuple[str, ...]:
+        return (*C.SHARD_KEY, *self.key) if self.sharded else self.key
+
+
+@dataclass
+class Pipeline:
+    db: str
+    folder: Path
+    kafka: str
+    mariadb: MariaDB
+    connect: ConnectWorker
+    server_id: int
+    extra_connector_settings: dict[str, str] | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"dbz_{self.db}"
+
+    @property
+    def connector(self) -> str:
+        return f"{self.prefix}-mariadb"
+
+    def topic(self, database: str, table: str) -> str:
+        return f"{self.prefix}.{database}.{table}"
+
+    def tables(self) -> list[LakeTable]:
+        db = self.db
+        plain = [LakeTable(f"{db}.{t}", ((db, t),)) for t in ("wide", "plain", "items", "temp", "odd", "marker")]
+        return [
+            *plain,
+            LakeTable(f"{db}_archive.items", ((f"{db}_archive", "items"),)),
+            LakeTable(f"{db}.orders", ((f"{db}_s0", "orders_000"), (f"{db}_s1", "orders_001")), sharded=True),
+        ]
+
+    def client(self) -> ConnectClient:
+        return ConnectClient(ConnectHttp(ConnectConfig(url=self.connect.url)))
+
+    # --- setting up --------------------------------------------------------------------------------
+
+    def sql(self, statements: list[str]) -> None:
+        conn = self.mariadb.connect()
+        try:
+            with conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+        finally:
+            conn.close()
+
+    def register(self) -> None:
+        """Apply the project's MariaDB connector file, pointed at this test's databases and topics."""
+        overrides = {
+            "name": self.connector,
+            "database.hostname": "127.0.0.1",
+            "database.port": str(self.mariadb.port),
+            "database.password": f"${{file:{self.mariadb.capture_secrets}:password}}",
+            "database.server.id": str(self.server_id),
+            "database.include.list": rf"{self.db}(_archive|_s[0-9])?",
+            "topic.prefix": self.prefix,
+            "schema.history.internal.kafka.bootstrap.servers": self.kafka,
+            "schema.history.internal.kafka.topic": f"{self.prefix}-history",
+            **(self.extra_connector_settings or {}),
+        }
+        file = load_connector_file(CONNECTOR_FILE, overrides)
+        client = self.client()
+        exists, diff = plan(client, file)
+        assert apply(client, file, diff, exists, dry_run=False).action == "created"
+
+    def mark(self, n: int, timeout: float = 180) -> None:
+        """Insert marker row ``n`` and wait until Debezium has written it to Kafka: everything the
+        database did before it is in Kafka then."""
+        self.sql([f"INSERT INTO {self.db}.marker VALUES ({n})"])
+        topic = self.topic(self.db, "marker")
+        consumer = Consumer(
+            {"bootstrap.servers": self.kafka, "group.id": f"marker-{self.db}", "enable.auto.commit": False}
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+                except (KafkaException, KeyError):
+                    partitions = {}
+                if partitions:
+                    break
+                time.sleep(1)
+            consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+            while time.monotonic() < deadline:
+                msg = consumer.poll(1)
+                if msg is not None and msg.error() is None and msg.key() and f'"id":{n}}}' in msg.key().decode():
+                    return
+        finally:
+            consumer.close()
+        raise AssertionError(f"marker {n} did not reach {topic} in {timeout}s: is the connector running?")
+
+    def write_config(self, time_zone: str = "UTC") -> Path:
+        tables: list[dict[str, Any]] = []
+        for t in self.tables():
+            if t.sharded:
+                tables.append(
+                    {
+                        "name": t.name,
+                        "topic_pattern": rf"{self.prefix}\.{self.db}_s\d\.orders_\d+",
+                        "source_database": rf"{self.db}_s\d",
+                        "source_table": r"orders_\d+",
+                        "key": list(t.key),
+                        "key_includes_source": True,
+                    }
+                )
+            else:
+                tables.append({"name": t.name, "topics": [self.topic(*t.sources[0])], "key": list(t.key)})
+        data = {
+            "app_id": f"e2e-{self.db}",
+            "kafka": {
+                "bootstrap_servers": self.kafka,
+                # the schema-change, transaction and heartbeat topics too: recognised and skipped
+                "topic_pattern": rf"^(__debezium-heartbeat\.)?{self.prefix}(\..*)?$",
+                "starting_offsets": "earliest",
+            },
+            "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+            "storage": {"root": str(self.folder / "lake")},
+            "trigger_interval": "1 second",
+            "snapshot": {
+                "database": f"{self.db}_ods",
+                "tables": [f"{self.db}.{t}" for t in ("wide", "plain", "items", "temp")],
+                "time_zone": time_zone,
+                "idle_grace_minutes": 0,
+            },
+            "tables": tables,
+        }
+        path = self.folder / "cdc.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    # --- checking ----------------------------------------------------------------------------------
+
+    def compare_table(self, table: LakeTable, lake: DataFrame | None) -> Comparison:
+        conn = self.mariadb.connect()
+        try:
+            columns = source_columns(conn, *table.sources[0])
+            rows = []
+            for database, name in table.sources:
+                for row in source_rows(conn, database, name):
+                    rows.append({**row, C.SOURCE_DB: database, C.SOURCE_TABLE: name} if table.sharded else row)
+        finally:
+            conn.close()
+        return compare(table.name, columns, rows, lake, table.lake_key)
+
+    def live_rows(self, spark: SparkSession, config_path: Path, table: LakeTable) -> DataFrame | None:
+        """The Delta table's live rows; None when the stream has not created the table (yet)."""
+        config = load_config(config_path, env={})
+        path = config.storage.table_path(config.table(table.name))
+        if not DeltaTable.isDeltaTable(spark, path):
+            return None
+        df = spark.read.format("delta").load(path)
+        business = [C.quote(f.name) for f in df.schema.fields if not f.name.startswith(C.PREFIX)]
+        shard = list(C.SHARD_KEY) if table.sharded else []
+        return df.where(~F.col(C.DELETED)).select(*business, *shard)
+
+    def deleted_keys(self, spark: SparkSession, config_path: Path, table: LakeTable) -> set[tuple[Any, ...]]:
+        config = load_config(config_path, env={})
+        df = spark.read.format("delta").load(config.storage.table_path(config.table(table.name)))
+        return {tuple(r) for r in df.where(F.col(C.DELETED)).select(*table.lake_key).collect()}
+
+
+def noon_zone(now: dt.datetime | None = None) -> str:
+    """An Etc/GMT zone where it is about noon now, so that the day's cut-off (midnight) is hours away."""
+    hour = (now or dt.datetime.now(dt.timezone.utc)).hour
+    offset = 12 - hour  # local = UTC + offset; Etc/GMT-N is UTC+N
+    return "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")

@@ -1,0 +1,147 @@
+"""End to end with real components only: MariaDB -> Debezium (Kafka Connect) -> Kafka -> cdc-delta stream
+-> Delta -> nightly snapshot. The lake must equal ``SELECT *`` of MariaDB column by column, with the
+column types the README promises, after the connector's snapshot, after a binlog workload of every kind
+of change, through kill -9 of the stream and a restart of the Connect worker, and in the snapshot."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+import zoneinfo
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta.config import load_config
+from cdc_delta.snapshot import hive_publish
+from cdc_delta.snapshot.positions import kafka_positions_of
+from cdc_delta.snapshot.readiness import cutoff_for
+from cdc_delta.snapshot.run import run_snapshot
+from tests.e2e.pipeline import Pipeline, noon_zone
+from tests.e2e.workload import binlog_steps, deleted_keys, setup_sql
+from tests.services import ConnectWorker, MariaDB, StreamProcess, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def assert_lake_equals_source(spark: SparkSession, pipe: Pipeline, config: Path, after: str) -> None:
+    """Every table's live rows equal ``SELECT *`` column by column, with the promised types; the only
+    dead letters are the parked events of the table whose column name Delta cannot store."""
+    problems = []
+    for table in pipe.tables():
+        if table.name == f"{pipe.db}.odd":
+            continue
+        comparison = pipe.compare_table(table, pipe.live_rows(spark, config, table))
+        if not comparison.equal:
+            problems.append(comparison.describe())
+    assert not problems, f"after {after}, the lake differs from MariaDB:\n" + "\n".join(problems)
+    cfg = load_config(config, env={})
+    dead = spark.read.format("delta").load(cfg.storage.dead_letters).collect()
+    assert {r["table"] for r in dead} == {f"{pipe.db}.odd"}, [(r["topic"], r["reason"]) for r in dead]
+    assert all("column 'weird name' has characters a Delta column name cannot hold" in r["reason"] for r in dead), [
+        r["reason"] for r in dead
+    ]
+
+
+def assert_deleted_keys_are_soft_deleted(spark: SparkSession, pipe: Pipeline, config: Path) -> None:
+    expected = deleted_keys(pipe.db).deleted
+    for table in pipe.tables():
+        if table.name in expected:
+            assert pipe.deleted_keys(spark, config, table) == expected[table.name], table.name
+
+
+def start_pipeline(
+    tmp_path: Path, db: str, kafka: str, mariadb: MariaDB, connect: ConnectWorker, **kw: object
+) -> Pipeline:
+    pipe = Pipeline(db, tmp_path, kafka, mariadb, connect, **kw)  # type: ignore[arg-type]
+    pipe.sql(setup_sql(db))
+    pipe.register()
+    pipe.mark(1)  # the connector's snapshot is all in Kafka
+    return pipe
+
+
+def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
+    spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
+) -> None:
+    pipe = start_pipeline(
+        tmp_path,
+        "e2e",
+        kafka_bootstrap,
+        mariadb,
+        connect_worker,
+        server_id=5401,
+        extra_connector_settings={"provide.transaction.metadata": "true", "heartbeat.interval.ms": "1000"},
+    )
+    zone = noon_zone()
+    config = pipe.write_config(time_zone=zone)
+    stream = StreamProcess(config, tmp_path / "stream.log")
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    assert_lake_equals_source(spark, pipe, config, "the connector's snapshot")
+
+    for step in binlog_steps(pipe.db):
+        pipe.sql(step)
+    pipe.mark(2)
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    assert_lake_equals_source(spark, pipe, config, "the binlog workload")
+    assert_deleted_keys_are_soft_deleted(spark, pipe, config)
+    log = stream.log.read_text()
+    assert "Traceback" not in log, log[-3000:]
+
+    # The nightly snapshot of today, run after midnight (the clock), every partition quiet since: the
+    # connector paused (no more heartbeats), the stream caught up with what it wrote before.
+    pipe.client().pause(pipe.connector)
+    time.sleep(3)
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    cfg = load_config(config, env={})
+    day = dt.datetime.now(zoneinfo.ZoneInfo(zone)).date()
+    after_midnight = cutoff_for(day, zone) + dt.timedelta(hours=1)
+    report = run_snapshot(spark, cfg, day, kafka_positions_of(cfg), clock=lambda: after_midnight)
+    assert {t.table for t in report.tables} == set(cfg.snapshot.tables)
+    problems = []
+    for table in pipe.tables():
+        if table.name not in cfg.snapshot.tables:
+            continue
+        hive = spark.table(hive_publish.hive_table(cfg, cfg.table(table.name)))
+        published = hive.where(F.col("dt") == day.isoformat()).drop("dt")
+        comparison = pipe.compare_table(table, published)
+        if not comparison.equal:
+            problems.append(comparison.describe())
+    assert not problems, "the nightly snapshot differs from MariaDB:\n" + "\n".join(problems)
+
+
+def test_exact_through_two_kill_9_of_the_stream_and_a_restart_of_connect(
+    spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
+) -> None:
+    pipe = start_pipeline(tmp_path, "k9", kafka_bootstrap, mariadb, connect_worker, server_id=5402)
+    config = pipe.write_config()
+    stream = StreamProcess(config, tmp_path / "stream.log")
+    rng = random.Random(13)
+    steps = binlog_steps(pipe.db)
+
+    def kill_after_a_batch(run: int) -> None:
+        """kill -9 at a random moment after the run's first batch: mid-batch or between batches."""
+        done = len(stream.batch_lines())
+        wait_for(lambda: len(stream.batch_lines()) > done, 240, f"a batch of run {run}")
+        time.sleep(rng.uniform(0, 3))
+        stream.kill9()
+
+    stream.start()
+    pipe.sql(steps[0])
+    kill_after_a_batch(1)
+
+    stream.start()
+    connect_worker.stop()  # mid-way: the connector resumes from its committed offsets
+    connect_worker.start()
+    pipe.sql(steps[1])
+    pipe.mark(2)
+    kill_after_a_batch(2)
+    assert stream.proc is not None and stream.proc.returncode == -9
+
+    pipe.sql(steps[2])
+    pipe.mark(3)
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    assert_lake_equals_source(spark, pipe, config, "two kill -9 and a Connect restart")
+    assert_deleted_keys_are_soft_deleted(spark, pipe, config)
