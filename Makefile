@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := .venv/bin/pytest
 
-.PHONY: help setup demo test test-fast lint bench
+.PHONY: help setup demo demo-generated test test-fast lint bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -10,8 +10,11 @@ help:  ## list the targets
 setup:  ## create .venv, install cdc-delta with test/dev tools, fetch the JVM jars
 	@scripts/setup.sh
 
-demo:  ## start a local Kafka, stream generated Debezium events into Delta tables, query them
+demo:  ## MariaDB -> Debezium (Kafka Connect) -> Kafka -> Delta, all local: apply the connector, run SQL, stream, compare
 	@scripts/demo.sh
+
+demo-generated:  ## a local Kafka only: stream generated Debezium-shaped events into Delta tables, query them
+	@scripts/demo-generated.sh
 
 test: setup  ## run every test: unit, Spark (Delta) and integration
 	$(PYTEST)
