@@ -2,7 +2,8 @@
 
 - A worker that cannot be reached (connection refused, timeout) is retried with a bounded backoff for
   ``connect.retry_seconds``, then a :class:`ConnectorError` names the URL.
-- 409 (a rebalance or a concurrent config change in progress) is retried the same way, then
+- 409 (a rebalance or a concurrent config change in progress), and 500 "a rebalance is expected"
+  (what a worker answers a GET while it rebalances), are retried the same way, then
   :class:`ConnectorConflict`.
 - Every other answer of 400 and above becomes an exception in :func:`error_for` (404 naming the
   connector, the rest carrying the worker's own message), which a caller may replace.
@@ -37,6 +38,13 @@ def _worker_message(response: requests.Response) -> str:
     return str(body)[:300]
 
 
+def rebalancing(response: requests.Response) -> bool:
+    """The worker is rebalancing or its config is changing: the same request succeeds shortly."""
+    if response.status_code == 409:
+        return True
+    return response.status_code == 500 and "rebalance" in _worker_message(response).lower()
+
+
 def error_for(response: requests.Response, what: str, connector: str | None) -> ConnectorError:
     """The exception for an answer of 400 or above to ``what`` (e.g. ``PUT /connectors/x/config``)."""
     message = _worker_message(response)
@@ -45,8 +53,9 @@ def error_for(response: requests.Response, what: str, connector: str | None) -> 
             f"connector {connector!r} does not exist on {response.url.split('/connectors')[0]} "
             f"({message}); `cdc-delta connectors list` shows the ones that do"
         )
-    if response.status_code == 409:
-        return ConnectorConflict(f"{what}: the Connect cluster is rebalancing or busy (HTTP 409): {message}")
+    if rebalancing(response):
+        code = response.status_code
+        return ConnectorConflict(f"{what}: the Connect cluster is rebalancing or busy (HTTP {code}): {message}")
     hint = " (the cause is in the Connect worker's log)" if response.status_code >= 500 else ""
     return ConnectorError(f"{what} failed with HTTP {response.status_code}: {message}{hint}")
 
@@ -99,9 +108,9 @@ class ConnectHttp:
                     ) from None
                 logger.debug("%s: %s; retrying in %.1fs", what, exc, delay)
             else:
-                if response.status_code != 409 or time.monotonic() + delay > deadline:
+                if not rebalancing(response) or time.monotonic() + delay > deadline:
                     return self._decoded(response, what, connector)
-                logger.info("%s: the Connect cluster is rebalancing (409); retrying in %.1fs", what, delay)
+                logger.info("%s: the Connect cluster is rebalancing; retrying in %.1fs", what, delay)
             self._sleep(delay)
             delay = min(delay * 2, MAX_DELAY_S)
 

@@ -106,7 +106,6 @@ def check_readiness(
     cutoff_ms = int(cutoff.timestamp() * 1000)
     passed_at: dict[Partition, int] = {}
     last_read: dict[Partition, int] = {}
-    highest: dict[Partition, int] = {}
     for batch in batches:
         for partition, ts in batch.source_ts_ms.items():
             if ts >= cutoff_ms and partition not in passed_at:
@@ -141,15 +140,21 @@ def check_readiness(
     if waiting:
         return Readiness(cutoff, False, waiting_on=waiting, idle=idle)
     batch_id = max(needs) if needs else None
-    positions: dict[str, dict[str, int]] = {}
+    return Readiness(cutoff, True, batch_id, _positions_up_to(batches, batch_id), idle=idle)
+
+
+def _positions_up_to(batches: list[BatchPosition], batch_id: int | None) -> dict[str, dict[str, int]]:
+    """The highest offset read per topic and partition by the batches up to ``batch_id``."""
+    highest: dict[Partition, int] = {}
     for batch in batches:
         if batch_id is None or batch.batch_id > batch_id:
             break
         for (topic, part), offset in batch.offsets.items():
             highest[(topic, part)] = max(highest.get((topic, part), -1), offset)
+    positions: dict[str, dict[str, int]] = {}
     for (topic, part), offset in sorted(highest.items()):
         positions.setdefault(topic, {})[str(part)] = offset
-    return Readiness(cutoff, True, batch_id, positions, idle=idle)
+    return positions
 
 
 def table_version(commits: Iterable[AppCommit], batch_id: int | None) -> int | None:

@@ -176,10 +176,17 @@ def read_stock(spark: SparkSession, table: TableConfig) -> StockRead:
         reason.alias("reason"),
         content.alias("content"),
     )
+    rows, duplicates = _first_of_each_key(good, table)
+    return StockRead(rows, rejects if duplicates is None else rejects.unionByName(duplicates), cached)
+
+
+def _first_of_each_key(good: DataFrame, table: TableConfig) -> tuple[DataFrame, DataFrame | None]:
+    """The rows with each key's first line only, and the later lines as rejects (None: no key repeats;
+    found with one key-only aggregate, and only then the rows are ranked)."""
     names = [C.quote(n) for n in table.columns]
     keys = [C.quote(k) for k in table.key]
     if not _has_repeated_keys(good, keys):
-        return StockRead(good.select(*names), rejects, cached)
+        return good.select(*names), None
     first = Window.partitionBy(*keys).orderBy(FILE, LINE)
     ranked = good.withColumn("_stock_rank", F.row_number().over(first))
     duplicates = ranked.where("_stock_rank > 1").select(
@@ -188,5 +195,4 @@ def read_stock(spark: SparkSession, table: TableConfig) -> StockRead:
         F.lit("duplicate key: an earlier line holds the same key").alias("reason"),
         F.to_json(F.struct(*names)).alias("content"),
     )
-    rows = ranked.where("_stock_rank = 1").select(*names)
-    return StockRead(rows, rejects.unionByName(duplicates), cached)
+    return ranked.where("_stock_rank = 1").select(*names), duplicates

@@ -62,6 +62,14 @@ def test_a_rebalance_409_is_retried_with_backoff_until_it_answers() -> None:
     assert sleeps == [0.5, 1.0]
 
 
+def test_a_500_rebalance_is_expected_is_retried_too() -> None:
+    # What a real worker answers a GET right after a connector was created.
+    expected = (500, {"error_code": 500, "message": "Request cannot be completed because a rebalance is expected"})
+    client, worker, _ = http([expected, (200, {"name": "c"})])
+    assert client.request("GET", "/connectors/c/config", connector="c") == {"name": "c"}
+    assert len(worker.requests) == 2
+
+
 def test_a_409_that_lasts_past_the_retry_time_is_a_conflict_error() -> None:
     conflict = (409, {"error_code": 409, "message": "rebalance in progress"})
     client, _, _ = http([conflict], retry_seconds=0)
