@@ -37,6 +37,9 @@ BASE_CONF = {
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     # Delta writes a checkpoint and reconstructs its snapshot with this many tasks (default 50).
     "spark.databricks.delta.snapshotPartitions": "4",
+    # Tables of a batch are merged by several threads (cdc_delta.ingest.table_workers), each with a
+    # scheduler pool: FAIR shares the cores between them instead of queueing small jobs behind large.
+    "spark.scheduler.mode": "FAIR",
 }
 
 
@@ -78,6 +81,8 @@ def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -
     if config.master and config.master.startswith("local"):
         # Local Python workers must run the driver's interpreter (the one cdc_delta is installed in).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Everything runs on this host: no warning that the hostname resolves to a loopback address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if config.master:
         builder = builder.master(config.master)
     for key, value in session_conf(config, extra).items():
@@ -86,5 +91,28 @@ def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j/JVM start-up failures carry no useful type
         raise SparkSetupError(f"could not start Spark ({config.master or 'spark-submit master'}): {exc}") from exc
-    spark.sparkContext.setLogLevel(os.environ.get("CDC_DELTA_SPARK_LOG_LEVEL", "WARN"))
+    level = os.environ.get("CDC_DELTA_SPARK_LOG_LEVEL", "WARN")
+    spark.sparkContext.setLogLevel(level)
+    if level.upper() == "WARN":
+        quiet_expected_warnings(spark)
     return spark
+
+
+# Warnings Spark and Delta log in normal operation, every batch or every start: nothing to act on.
+EXPECTED_WARNINGS = {
+    "org.apache.spark.rdd.MapPartitionsRDD": "Delta's MERGE checkpoints its source locally, every batch",
+    "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor": "a batch longer than the trigger",
+    "org.apache.spark.sql.execution.streaming.ResolveWriteToStream": "adaptive execution is off in streaming",
+    "org.apache.spark.sql.catalyst.util.SparkStringUtils": "a long plan's text is truncated",
+    "org.apache.spark.sql.delta.commands.UpdateCommand": "no file statistics to check an UPDATE's count",
+}
+
+
+def quiet_expected_warnings(spark: SparkSession) -> None:
+    """Log only errors from the loggers of :data:`EXPECTED_WARNINGS` (set the environment variable
+    CDC_DELTA_SPARK_LOG_LEVEL to another level than WARN to see them)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    error = jvm.org.apache.logging.log4j.Level.ERROR
+    for name in EXPECTED_WARNINGS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, error)

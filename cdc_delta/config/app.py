@@ -103,6 +103,8 @@ class AppConfig(Frozen):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     connect: ConnectConfig = Field(default_factory=ConnectConfig)
+    merge_concurrency: int = Field(default=4, ge=1)
+    """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
     type widening. Off: such a change stops the table like any other incompatible change."""

@@ -61,7 +61,7 @@ def _dead(reason: str, **known: Any) -> Decoded:
     return Decoded(DEAD, reason, **known)
 
 
-def _image_fields(schema: Any, image_name: str) -> dict[str, dict[str, Any]] | None:
+def image_fields(schema: Any, image_name: str) -> dict[str, dict[str, Any]] | None:
     """The Connect field schemas of the ``before``/``after`` struct, by column name; None if absent."""
     if not isinstance(schema, dict):
         return None
@@ -69,6 +69,11 @@ def _image_fields(schema: Any, image_name: str) -> dict[str, dict[str, Any]] | N
         if isinstance(envelope_field, dict) and envelope_field.get("field") == image_name:
             return {f["field"]: f for f in envelope_field.get("fields") or [] if isinstance(f, dict)}
     return None
+
+
+def descriptor_entry(name: str, field: dict[str, Any]) -> list[Any]:
+    """``[column, type(, default)]``: one column of an image descriptor, from its Connect field schema."""
+    return [name, logical_types.connect_column_type(field), *_default(field)]
 
 
 def _default(field: dict[str, Any]) -> tuple[Any] | tuple[()]:
@@ -102,9 +107,10 @@ def _decode_image(
         except (ValueError, TypeError, ArithmeticError) as exc:
             raise ValueError(f"column {name!r}: cannot decode {raw!r}: {exc}") from None
         values[name] = value
-        if type_name:
-            default = _default(fields[name]) if fields is not None and name in fields else ()
-            schema.append([name, type_name, *default])
+        if fields is not None and name in fields:
+            schema.append(descriptor_entry(name, fields[name]))
+        elif type_name:
+            schema.append([name, type_name])
     return values, schema
 
 
@@ -184,7 +190,7 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
     if not isinstance(image, dict):
         return _dead(f"op {op!r} event has no {image_name!r} row image", **known)
     try:
-        values, columns = _decode_image(image, _image_fields(schema, image_name), plan.columns.get(table, {}))
+        values, columns = _decode_image(image, image_fields(schema, image_name), plan.columns.get(table, {}))
     except ValueError as exc:
         return _dead(str(exc), **known)
     missing = [k for k in plan.keys[table] if values.get(k) is None]

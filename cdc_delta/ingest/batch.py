@@ -25,13 +25,15 @@ from cdc_delta.exceptions import ConfigError, SchemaChangeError
 from cdc_delta.ingest import column_defaults
 from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
 from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
-from cdc_delta.ingest.decode import decode_batch, field, is_dead, is_row_event
+from cdc_delta.ingest.decode import decode_batch
+from cdc_delta.ingest.decoded import field, is_dead, is_row_event
 from cdc_delta.ingest.dedupe import latest_per_key
 from cdc_delta.ingest.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
 from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows
 from cdc_delta.ingest.results import BatchResult, TableResult
 from cdc_delta.ingest.rows import typed_rows
 from cdc_delta.ingest.schema_evolution import SchemaPlan, plan_schema
+from cdc_delta.ingest.table_workers import TableWorkers
 from cdc_delta.maintenance.write_hold import hold_path, lock_path, wait_while_held
 
 logger = logging.getLogger(__name__)
@@ -43,7 +45,7 @@ class _Batch:
 
     spark: SparkSession
     decoded: DataFrame
-    """The Kafka columns plus the ``_decoded`` struct, persisted for the batch."""
+    """The Kafka columns plus the ``_decoded`` struct, cached for the batch."""
     batch_id: int
     started: dt.datetime
     metadata: dict[str, Any]
@@ -94,6 +96,7 @@ class BatchProcessor:
         # the first batch after a start is checked against the table's commit history.
         self._last_batch: dict[str, int] = {}
         self._lock_file = _maintenance_lock(config)
+        self._workers: TableWorkers | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -103,7 +106,8 @@ class BatchProcessor:
         """Apply one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        decoded = decode_batch(batch, self.plan).persist(StorageLevel.MEMORY_AND_DISK)
+        decoding = decode_batch(batch, self.plan)
+        decoded = decoding.frame
         try:
             stats = collect_stats(decoded)
             if not stats.rows_in:
@@ -118,7 +122,10 @@ class BatchProcessor:
                 "partition_max_source_ts_ms": {t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             }
             ctx = _Batch(batch.sparkSession, decoded, batch_id, started, metadata)
-            tables = [self._apply_table(ctx, work) for work in _table_work(stats, metadata)]
+            if self._workers is None:
+                self._workers = TableWorkers(batch.sparkSession, self.config.merge_concurrency)
+            works = _table_work(stats, metadata)
+            tables = self._workers.map(lambda session, work: self._apply_table(ctx, work, session), works)
             parked = [(t.table, t.error or "table stopped") for t in tables if t.parked]
             parked_count = sum(t.parked for t in tables)
             dead_count = stats.by_status[DEAD] + parked_count
@@ -137,23 +144,24 @@ class BatchProcessor:
                 duration_s=time.monotonic() - t0,
             )
         finally:
-            decoded.unpersist()
+            decoding.release()
 
-    def _apply_table(self, ctx: _Batch, work: _TableWork) -> TableResult:
-        """Follow the table's schema, MERGE its events, apply its truncates; a table that cannot follow
-        its source stops, and its events are parked."""
+    def _apply_table(self, ctx: _Batch, work: _TableWork, spark: SparkSession) -> TableResult:
+        """Follow the table's schema, MERGE its events, apply its truncates, in ``spark`` (a session of
+        the table's own while tables are merged concurrently); a table that cannot follow its source
+        stops, and its events are parked."""
         path = self.config.storage.table_path(self.config.table(work.name))
-        state = self._states.get(path) or table_state(ctx.spark, path)
+        state = self._states.get(path) or table_state(spark, path)
         if not state.exists and not work.descriptors:
             return TableResult(work.name, work.events)  # only truncates of a table that holds nothing yet
-        plan = self._plan_schema(ctx.spark, work, path, state)
+        plan = self._plan_schema(spark, work, path, state)
         if isinstance(plan, str):
             return TableResult(work.name, work.events, parked=work.events, error=plan)
         if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
             wait_while_held(hold_path(self._lock_file, work.name), work.name)
-        state = self._states[path] = self._follow_schema(ctx.spark, work, path, state, plan)
-        merge = self._merge(ctx, work, path, state) if work.descriptors else MergeResult(work.name, replayed=False)
-        truncated = self._truncate(ctx, work, path)
+        state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
+        merge = self._merge(ctx, work, path, state, spark) if work.descriptors else MergeResult(work.name)
+        truncated = self._truncate(ctx, work, path, spark)
         return TableResult(work.name, work.events, merge=merge, truncated=truncated)
 
     def _follow_schema(
@@ -193,7 +201,7 @@ class BatchProcessor:
             self._states[path] = TableState(True, state.business, stopped=True, stopped_reason=str(exc))
             return str(exc)
 
-    def _merge(self, ctx: _Batch, work: _TableWork, path: str, state: TableState) -> MergeResult:
+    def _merge(self, ctx: _Batch, work: _TableWork, path: str, state: TableState, spark: SparkSession) -> MergeResult:
         table = self.config.table(work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = ctx.decoded.where(is_row_event() & (field("table") == work.name))
@@ -204,14 +212,14 @@ class BatchProcessor:
         try:
             commit = Commit(f"{self.config.app_id}:{work.name}", ctx.batch_id, work.metadata)
             result = merge_rows(
-                ctx.spark, path, latest, key, dict(state.business), commit, work.name, check_replay=check_replay
+                spark, path, latest, key, dict(state.business), commit, work.name, check_replay=check_replay
             )
         finally:
             latest.unpersist()
         self._last_batch[work.name] = max(ctx.batch_id, self._last_batch.get(work.name, -1))
         return result
 
-    def _truncate(self, ctx: _Batch, work: _TableWork, path: str) -> int:
+    def _truncate(self, ctx: _Batch, work: _TableWork, path: str, spark: SparkSession) -> int:
         """Apply the batch's latest truncate of each source table; returns the rows soft-deleted."""
         truncated = 0
         for (db, tbl), seq in latest_truncates(work.truncates).items():
@@ -221,7 +229,7 @@ class BatchProcessor:
                 ctx.batch_id,
                 {**work.metadata, "operation": "truncate", "source": f"{db}.{tbl}"},
             )
-            rows, _ = apply_truncate(ctx.spark, path, db, tbl, seq, commit)
+            rows, _ = apply_truncate(spark, path, db, tbl, seq, commit)
             truncated += rows
         return truncated
 

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta.events.envelope import OK, SKIP
 from cdc_delta.events.ordering import Seq
-from cdc_delta.ingest.decode import field, is_row_event, is_truncate
+from cdc_delta.ingest.decoded import field, is_row_event, is_truncate
 
 
 @dataclass

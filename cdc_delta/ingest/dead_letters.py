@@ -7,7 +7,7 @@ import datetime as dt
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cdc_delta.ingest.decode import field
+from cdc_delta.ingest.decoded import field
 
 COLUMNS = (
     "app_id",

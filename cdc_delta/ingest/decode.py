@@ -1,53 +1,66 @@
-"""Run the envelope decoder over a Kafka micro-batch, on the executors, as a Python UDF."""
+"""Decode a Kafka micro-batch on the executors: in the JVM where it can be done exactly
+(:mod:`.jvm_decode`), else with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`)
+as a Python UDF, only for the records that need it."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType, _parse_datatype_string
 
-from cdc_delta.events.envelope import DEAD, OK, Decoded, DecodePlan, decode_record
-from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
+from cdc_delta.ingest.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
+from cdc_delta.ingest.jvm_decode import envelopes, fast_decoded, probe
 
-DECODED = "_decoded"
-KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
-_DECODED_DDL = (
-    "status string, reason string, table string, op string, source_db string, source_table string, "
-    f"seq {SEQ_DDL}, source_ts_ms bigint, row_json string, schema_json string"
-)
+logger = logging.getLogger(__name__)
+
+_FAST = "_fast"
 
 
-def decoded_schema() -> StructType:
-    """The struct the decoder UDF returns (one field per :class:`~cdc_delta.envelope.Decoded` field)."""
-    schema = _parse_datatype_string(_DECODED_DDL)
-    assert isinstance(schema, StructType) and schema.names == list(Decoded._fields)
-    return schema
+@dataclass(frozen=True)
+class DecodedBatch:
+    """A decoded micro-batch, held until :meth:`release`: ``frame`` holds the Kafka columns and the
+    ``_decoded`` struct of every record."""
+
+    frame: DataFrame
+    checkpointed: DataFrame
+    """The JVM-decoded records, checkpointed locally: every query of the batch plans over a short
+    lineage, not over the decoding expression (large with many schemas)."""
+    cached: DataFrame
+    """The records the reference decoder decoded."""
+
+    def release(self) -> None:
+        self.cached.unpersist()
+        # A local checkpoint's blocks belong to the RDD under its plan; Spark frees them only when the
+        # RDD is garbage collected on the driver, so they are freed here, batch by batch.
+        self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
-def decode_batch(batch: DataFrame, plan: DecodePlan) -> DataFrame:
-    """The Kafka columns of ``batch`` plus a ``_decoded`` struct per record. Lazy; runs on executors."""
+def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
+    """The reference decoder over ``records`` (the Kafka columns) as a row-at-a-time Python UDF."""
 
     def decode(topic: str, partition: int, offset: int, value: Any) -> Decoded:
         return decode_record(topic, partition, offset, None if value is None else bytes(value), plan)
 
     udf = F.udf(decode, decoded_schema())
-    return batch.select(*KAFKA_COLUMNS, udf("topic", "partition", "offset", "value").alias(DECODED))
+    return records.select(*KAFKA_COLUMNS, udf("topic", "partition", "offset", "value").alias(DECODED))
 
 
-def field(name: str) -> Column:
-    """A field of the decoded struct."""
-    return F.col(DECODED).getField(name)
-
-
-def is_row_event() -> Column:
-    return (field("status") == OK) & (field("op") != "t")
-
-
-def is_truncate() -> Column:
-    return (field("status") == OK) & (field("op") == "t")
-
-
-def is_dead() -> Column:
-    return field("status") == DEAD
+def decode_batch(batch: DataFrame, plan: DecodePlan) -> DecodedBatch:
+    """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
+    parallelism, so that no job of the batch runs one small task per Kafka partition; a probe job reads
+    its distinct schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the
+    reference decoder (few, usually none) are decoded by it and cached beside."""
+    spark = batch.sparkSession
+    env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism))
+    found = probe(env, plan)
+    candidates = env.select(*KAFKA_COLUMNS, fast_decoded(plan, found).alias(_FAST))
+    candidates = candidates.localCheckpoint(eager=True)
+    fast = candidates.where(F.col(_FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(_FAST).alias(DECODED))
+    rest = candidates.where(F.col(_FAST).isNull()).select(*KAFKA_COLUMNS)
+    slow = python_decoded(rest, plan).persist(StorageLevel.MEMORY_AND_DISK)
+    return DecodedBatch(fast.unionByName(slow), candidates, slow)

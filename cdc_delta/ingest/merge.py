@@ -82,12 +82,14 @@ _IDENTITY = ("app_id", "batch_id", "table", "operation", "source")
 def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None, dict[str, str]]:
     """The version and metrics of this app's commit for this batch and operation, if it happened.
 
-    Looks at the last 20 commits: enough to report a replay; the transaction id guards it anyway.
+    Looks at the newest commit first (right after a MERGE it is this one, unless maintenance committed
+    in between), then the last 20: enough to report a replay; the transaction id guards it anyway.
     """
     identity = {k: metadata.get(k) for k in _IDENTITY}
-    for commit in app_commits(table, limit=20):
-        if all(commit.metadata.get(k) == v for k, v in identity.items()):
-            return commit.version, commit.metrics
+    for limit in (1, 20):
+        for commit in app_commits(table, limit=limit):
+            if all(commit.metadata.get(k) == v for k, v in identity.items()):
+                return commit.version, commit.metrics
     return None, {}
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.events import column_types
-from cdc_delta.ingest.decode import field
+from cdc_delta.ingest.decoded import field
 from cdc_delta.ingest.merge import seq_literal
 from cdc_delta.ingest.schema_evolution import descriptor_columns
 

@@ -1,0 +1,405 @@
+"""Benchmark: how the stream keeps up with a real database - many tables, many partitions, JSON envelopes
+with the Connect schema in every record, as Debezium's JsonConverter writes them (issue 14's figures).
+
+Parts (--parts, all by default), every figure measured in this run on this machine:
+- decode: the batch's decoding alone (decode + the stats job), --decode-events events of one table.
+- batch: one micro-batch through the batch function, tables already created: 1 table x --batch-events
+  on 1 partition vs on 48 partitions (partitions_batch_ratio), and 100 tables x --batch-events/100
+  (one partition each) vs 1 table x --batch-events (tables_batch_ratio).
+- sustained: the stream as a process (`cdc-delta stream --until-caught-up`) over a backlog, batches
+  of --sustained-batch events; events/s = events / batch seconds, the first batch (table creation,
+  JIT) left out; 1 table, and 100 tables.
+- latency: 100 tables, a 10 s trigger, produced at half the 100-table sustained rate for
+  --latency-seconds; per row, commit time of the batch that applied it minus the source timestamp.
+- snapshot: the nightly snapshot of 100 tables of 10k rows vs 1 table of 10k rows (wall time).
+Writes bench/results/throughput.json (the keys of issue 14; a run with --label baseline is kept under
+"baseline", any other run is the current one) and prints it. Needs the native broker and Spark jars.
+Not a test: nothing fails on a time.
+
+    python bench/throughput.py --label baseline          # before a change
+    python bench/throughput.py --parts decode,batch      # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from results_file import write_results
+
+ROOT = Path(__file__).parents[1]
+RESULTS = ROOT / "bench" / "results" / "throughput.json"
+BATCH_LINE = re.compile(r"batch \d+: (\d+) in, .* in ([\d.]+)s")
+PARTS = ("decode", "batch", "sustained", "latency", "snapshot")
+
+
+def source_tables(n: int, prefix: str) -> tuple[Any, ...]:
+    from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable
+
+    return tuple(SourceTable(f"{prefix}db", f"t{i:03d}", ORDER_COLUMNS) for i in range(n))
+
+
+def table_configs(tables: tuple[Any, ...], server: str) -> list[dict[str, Any]]:
+    from cdc_delta.demo.generator import topic_of
+
+    return [{"name": f"{t.db}.{t.table}", "topics": [topic_of(t, server)], "key": ["id"]} for t in tables]
+
+
+def bench_config(folder: Path, bootstrap: str, server: str, tables: tuple[Any, ...], **kafka: Any) -> dict[str, Any]:
+    return {
+        "app_id": f"bench-{server}",
+        "kafka": {"bootstrap_servers": bootstrap, "topic_pattern": f"^{server}\\..*", **kafka},
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+        "storage": {"root": str(folder / server)},
+        "tables": table_configs(tables, server),
+    }
+
+
+def produce(bootstrap: str, server: str, tables: tuple[Any, ...], events: int, partitions: int, seed: int) -> None:
+    """``events`` generated changes (inserts 60%, updates 30%, deletes 10%) over ``tables``."""
+    from cdc_delta.demo.generator import ChangeGenerator, topic_of
+    from cdc_delta.demo.producer import ensure_topics
+    from cdc_delta.demo.producer import produce as send
+
+    ensure_topics(bootstrap, [topic_of(t, server) for t in tables], partitions)
+    send(bootstrap, ChangeGenerator(tables, seed=seed, server=server).changes(events))
+
+
+def kafka_batch(spark: Any, bootstrap: str, server: str) -> Any:
+    """Everything in ``server``'s topics, as the stream's batch DataFrame sees a batch (one task per partition)."""
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribePattern", f"^{server}\\..*")
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+
+
+def timed(action: Any) -> float:
+    t0 = time.monotonic()
+    action()
+    return time.monotonic() - t0
+
+
+# --- decode -------------------------------------------------------------------------------------
+
+
+def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
+    from cdc_delta.config import parse_config
+    from cdc_delta.events.envelope import DecodePlan
+    from cdc_delta.ingest.batch_stats import collect_stats
+    from cdc_delta.ingest.decode import decode_batch
+
+    tables = source_tables(1, "dec")
+    produce(bootstrap, "dec", tables, events, 2, seed=1)
+    config = parse_config(bench_config(folder, bootstrap, "dec", tables))
+    records = kafka_batch(spark, bootstrap, "dec").cache()
+    count = records.count()
+    plan = DecodePlan.from_config(config)
+
+    def python_udf() -> None:
+        decoded = decode_batch(records, plan).cache()
+        collect_stats(decoded)
+        decoded.write.format("noop").mode("overwrite").save()
+        decoded.unpersist()
+
+    runs = [timed(python_udf) for _ in range(2)]
+    records.unpersist()
+    seconds = min(runs)
+    return {"events": count, "python_udf_s": round(seconds, 2), "python_udf_events_per_s": round(count / seconds)}
+
+
+# --- one batch ----------------------------------------------------------------------------------
+
+
+def end_offsets(bootstrap: str, server: str) -> dict[str, dict[str, int]]:
+    from cdc_delta.ingest.kafka_offsets import partition_lag
+
+    out: dict[str, dict[str, int]] = {}
+    for p in partition_lag(bootstrap, "bench", [], f"^{server}\\."):
+        out.setdefault(p.topic, {})[str(p.partition)] = p.end
+    return out
+
+
+def records_from(spark: Any, bootstrap: str, server: str, starting: dict[str, dict[str, int]]) -> Any:
+    """The records of ``server``'s topics from ``starting`` offsets to the end, one task per partition."""
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribePattern", f"^{server}\\..*")
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", "latest")
+        .load()
+    )
+
+
+def one_batch(
+    spark: Any, bootstrap: str, folder: Path, server: str, tables: tuple[Any, ...], partitions: int, events: int
+) -> float:
+    """Seconds the batch function takes for ``events`` records, after a warm-up batch created the tables."""
+    from cdc_delta.config import parse_config
+    from cdc_delta.ingest.batch import BatchProcessor
+
+    processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)))
+    produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
+    processor.process(kafka_batch(spark, bootstrap, server), 0)
+    warm = end_offsets(bootstrap, server)
+    produce(bootstrap, server, tables, events, partitions, seed=3)
+    return timed(lambda: processor.process(records_from(spark, bootstrap, server, warm), 1))
+
+
+def part_batch(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
+    one = one_batch(spark, bootstrap, folder, "b1p", source_tables(1, "b1p"), 1, events)
+    many_partitions = one_batch(spark, bootstrap, folder, "b48p", source_tables(1, "b48p"), 48, events)
+    many_tables = one_batch(spark, bootstrap, folder, "b100t", source_tables(100, "b100t"), 1, events)
+    return {
+        "batch_events": events,
+        "batch_1_table_1_partition_s": round(one, 2),
+        "batch_1_table_48_partitions_s": round(many_partitions, 2),
+        "batch_100_tables_s": round(many_tables, 2),
+        "partitions_batch_ratio": round(many_partitions / one, 2),
+        "tables_batch_ratio": round(many_tables / one, 2),
+    }
+
+
+# --- the stream as a process ---------------------------------------------------------------------
+
+
+def stream(config: Path, log: Path, *extra: str, background: bool = False) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config), *extra],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+    if not background and proc.wait() != 0:
+        raise SystemExit(f"the stream failed; see {log}")
+    return proc
+
+
+def write_yaml(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def sustained(bootstrap: str, folder: Path, server: str, tables: int, events: int, batch: int) -> dict[str, Any]:
+    sources = source_tables(tables, server)
+    produce(bootstrap, server, sources, events, 3, seed=4)
+    config = bench_config(folder, bootstrap, server, sources, max_offsets_per_trigger=batch)
+    log = folder / f"{server}.log"
+    stream(write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, "--until-caught-up")
+    rows = [(int(m.group(1)), float(m.group(2))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
+    steady = rows[1:] or rows  # the first batch pays table creation and JIT warm-up
+    return {
+        "tables": tables,
+        "events": sum(n for n, _ in rows),
+        "batches": len(rows),
+        "batch_seconds": [round(s, 1) for _, s in rows],
+        "events_per_s": round(sum(n for n, _ in steady) / sum(s for _, s in steady)),
+    }
+
+
+def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dict[str, Any]:
+    """Per row, the commit time of the batch that applied it minus its source time (100 tables, 10 s trigger)."""
+    from cdc_delta.config import parse_config
+    from cdc_delta.demo.generator import ChangeGenerator, topic_of
+    from cdc_delta.demo.producer import ensure_topics
+    from cdc_delta.demo.producer import produce as send
+    from cdc_delta.spark_session import build_session
+
+    server = "lat"
+    sources = source_tables(100, server)
+    ensure_topics(bootstrap, [topic_of(t, server) for t in sources], 3)
+    config = bench_config(folder, bootstrap, server, sources)
+    log = folder / f"{server}.log"
+    proc = stream(write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, background=True)
+    time.sleep(25)  # Spark starts before the clock runs
+    send(bootstrap, ChangeGenerator(sources, seed=6, live=True, server=server).changes(int(rate * seconds)), rate=rate)
+    time.sleep(60)
+    proc.terminate()
+    proc.wait(timeout=600)
+    parsed = parse_config(config)
+    spark = build_session(parsed.spark)
+    samples: list[float] = []
+    for table in parsed.tables:
+        path = parsed.storage.table_path(table)
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("operation = 'MERGE'").select("timestamp")
+        commits = sorted(r["timestamp"].timestamp() for r in history.collect())
+        for row in spark.read.format("delta").load(path).select("_cdc_source_ts", "_cdc_ingested_at").collect():
+            started = row["_cdc_ingested_at"].timestamp()
+            committed = next((t for t in commits if t >= started), None)
+            if committed is not None:
+                samples.append(committed - row["_cdc_source_ts"].timestamp())
+    samples.sort()
+    return {
+        "rate_events_per_s": round(rate),
+        "seconds": seconds,
+        "rows_sampled": len(samples),
+        "latency_p50_s": round(samples[len(samples) // 2], 2) if samples else None,
+        "latency_p99_s": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))], 2) if samples else None,
+    }
+
+
+# --- the nightly snapshot over many tables ---------------------------------------------------------
+
+
+def part_snapshot(spark: Any, folder: Path, rows: int) -> dict[str, Any]:
+    one = snapshot_seconds(spark, folder / "snap1", 1, rows)
+    many = snapshot_seconds(spark, folder / "snap100", 100, rows)
+    return {
+        "rows_per_table": rows,
+        "snapshot_1_table_s": round(one, 2),
+        "snapshot_100_tables_s": round(many, 2),
+        "snapshot_tables_ratio": round(many / one, 2),
+    }
+
+
+def snapshot_seconds(spark: Any, root: Path, tables: int, rows: int) -> float:
+    """Wall time of the nightly snapshot of ``tables`` Delta tables of ``rows`` rows each (no stock export)."""
+    from pyspark.sql import functions as F
+
+    from cdc_delta import columns as C
+    from cdc_delta.config import parse_config
+    from cdc_delta.ingest.delta_tables import create_table, table_schema
+    from cdc_delta.ingest.merge import Commit, delta_transaction
+    from cdc_delta.snapshot.run import run_snapshot
+
+    business = (("id", "bigint"), ("customer", "string"), ("amount", "decimal(10,2)"))
+    past_cutoff_ms = int(dt.datetime(2026, 3, 2, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    names = [f"snap.t{i:03d}" for i in range(tables)]
+    config = parse_config(
+        {
+            "app_id": "bench",
+            "storage": {"root": str(root)},
+            "snapshot": {"database": f"bench_{root.name}", "idle_grace_minutes": 0},
+            "tables": [{"name": n, "topics": [f"bench.{n}"], "key": ["id"]} for n in names],
+        }
+    )
+    schema = table_schema(business)
+    values = {
+        "id": F.col("id"),
+        "customer": F.concat(F.lit("customer-"), (F.col("id") % 1000).cast("string")),
+        "amount": (F.col("id") % 100_000 / 100).cast("decimal(10,2)"),
+        C.DELETED: F.lit(False),
+        C.SOURCE_TS: F.timestamp_millis(F.lit(past_cutoff_ms)),
+    }
+    out = spark.range(rows).select(
+        *[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
+    )
+    for name in names:
+        path = config.storage.table_path(config.table(name))
+        create_table(spark, path, business)
+        topic = f"bench.{name}"
+        metadata = {
+            "app_id": "bench",
+            "batch_id": 0,
+            "table": name,
+            "offsets": {topic: {"0": rows}},
+            "partition_max_source_ts_ms": {topic: {"0": past_cutoff_ms}},
+        }
+        with delta_transaction(spark, Commit(f"bench:{name}", 0, metadata)):
+            out.write.format("delta").mode("append").save(path)
+    return timed(lambda: run_snapshot(spark, config, dt.date(2026, 3, 1), lambda: None))
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    parser.add_argument("--label", default="current", help="'baseline' keeps the run under baseline")
+    parser.add_argument("--decode-events", type=int, default=200_000)
+    parser.add_argument("--batch-events", type=int, default=10_000)
+    parser.add_argument("--sustained-events", type=int, default=150_000)
+    parser.add_argument("--sustained-batch", type=int, default=50_000)
+    parser.add_argument("--latency-seconds", type=int, default=120)
+    parser.add_argument("--snapshot-rows", type=int, default=10_000)
+    parser.add_argument("--port", type=int, default=19292)
+    args = parser.parse_args()
+    parts = [p for p in args.parts.split(",") if p]
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    folder = Path(tempfile.mkdtemp(prefix="cdc-throughput-"))
+    env = {**os.environ, "KAFKA_DIR": str(folder / "kafka")}
+    subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "start", str(args.port)], check=True, env=env)
+    bootstrap = f"127.0.0.1:{args.port}"
+    figures: dict[str, Any] = {}
+    try:
+        from cdc_delta.config import SparkConfig
+        from cdc_delta.spark_session import build_session
+
+        spark = build_session(SparkConfig(master="local[2]", shuffle_partitions=2, conf={"spark.ui.enabled": "false"}))
+        if "decode" in parts:
+            figures["decode"] = part_decode(spark, bootstrap, folder, args.decode_events)
+            print(json.dumps(figures["decode"]), flush=True)
+        if "batch" in parts:
+            figures["batch"] = part_batch(spark, bootstrap, folder, args.batch_events)
+            print(json.dumps(figures["batch"]), flush=True)
+        if "snapshot" in parts:
+            figures["snapshot"] = part_snapshot(spark, folder, args.snapshot_rows)
+            print(json.dumps(figures["snapshot"]), flush=True)
+        spark.stop()
+        if "sustained" in parts or "latency" in parts:
+            one = sustained(bootstrap, folder, "s1", 1, args.sustained_events, args.sustained_batch)
+            print(json.dumps(one), flush=True)
+            many = sustained(bootstrap, folder, "s100", 100, args.sustained_events // 2, args.sustained_batch // 2)
+            print(json.dumps(many), flush=True)
+            figures["sustained"] = {"1_table": one, "100_tables": many}
+        if "latency" in parts:
+            rate = figures["sustained"]["100_tables"]["events_per_s"] / 2
+            figures["latency"] = part_latency(bootstrap, folder, rate, args.latency_seconds)
+            print(json.dumps(figures["latency"]), flush=True)
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "stop", str(args.port)], env=env)
+    save(figures, args.label)
+
+
+def headline(figures: dict[str, Any]) -> dict[str, Any]:
+    """The figures under the keys issue 14 names (None where the part did not run)."""
+    s, b, lat = figures.get("sustained", {}), figures.get("batch", {}), figures.get("latency", {})
+    return {
+        "decode_speedup": figures.get("decode", {}).get("decode_speedup"),
+        "sustained_events_per_s_1_table": s.get("1_table", {}).get("events_per_s"),
+        "sustained_events_per_s_100_tables": s.get("100_tables", {}).get("events_per_s"),
+        "partitions_batch_ratio": b.get("partitions_batch_ratio"),
+        "tables_batch_ratio": b.get("tables_batch_ratio"),
+        "latency_p50_s": lat.get("latency_p50_s"),
+        "latency_p99_s": lat.get("latency_p99_s"),
+        "snapshot_tables_ratio": figures.get("snapshot", {}).get("snapshot_tables_ratio"),
+    }
+
+
+def save(figures: dict[str, Any], label: str) -> None:
+    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    runs = {"baseline": previous.get("baseline"), "current": previous.get("results")}
+    runs[label if label == "baseline" else "current"] = {
+        **headline(figures),
+        "details": figures,
+        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    }
+    current = runs["current"] or {}
+    write_results(
+        RESULTS,
+        "throughput",
+        current,
+        baseline=runs["baseline"],
+        **{k: v for k, v in current.items() if k not in ("details", "measured_at")},
+    )
+    print(json.dumps({k: v for k, v in current.items() if k != "details"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

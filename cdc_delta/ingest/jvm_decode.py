@@ -1,0 +1,216 @@
+"""Decode a micro-batch of Debezium JSON envelopes in the JVM, with Spark's own JSON functions.
+
+1. A probe parses the batch's envelopes and brings back, per (topic, db, table, schema), one row: the
+   distinct Connect schemas and source tables of the batch, a handful of rows.
+2. On the driver each distinct schema is read once, with the reference decoder's own code, into
+   per-column conversions (:mod:`.connect_values`), and each source table is routed.
+3. One projection decodes every record: the image is read with ``from_json`` (once per record, bound
+   in a lambda) and its values made canonical by Spark expressions, into the very struct the
+   reference decoder returns (:class:`~cdc_delta.events.envelope.Decoded`).
+
+A record this projection cannot decode exactly as the reference does - bad JSON, no schema, no route,
+an op other than c/u/d/r, Debezium's own records, a schema with a type the expressions do not cover, a
+value that does not convert, a null key, a field the schema does not name - gets no struct here; the
+caller decodes those with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so
+that every record ends as it always has: same status, same reason, same values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
+from cdc_delta.ingest.connect_values import Conversion, conversion, let
+from cdc_delta.ingest.decoded import decoded_schema
+
+ENV = "_env"
+SCHEMA_ID = "_schema_id"
+_ENVELOPE = (
+    "schema STRING, payload STRUCT<op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, "
+    "table: STRING, file: STRING, pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>>"
+)
+_DIGITS = r"'^-?[0-9]+$'"
+_GTID_SEQUENCE = r"'^\\s*[0-9]+-[0-9]+-([0-9]+)\\s*$'"
+_FILE_NUMBER = r"'([0-9]+)[^0-9]*$'"
+_NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
+_CORRUPT = "_cdc_unreadable"
+
+
+@dataclass(frozen=True)
+class ImageSchema:
+    """One distinct Connect schema of a batch, read on the driver."""
+
+    descriptor: str
+    """The ``schema_json`` the reference writes for events of this schema."""
+    columns: tuple[tuple[str, Conversion], ...]
+    """Per column of the image, how it is read and made canonical."""
+
+
+def read_schema(text: str) -> ImageSchema | None:
+    """The image columns of an envelope schema; None where the JVM cannot decode its events exactly."""
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    after, before = image_fields(schema, "after"), image_fields(schema, "before")
+    if not after or (before is not None and before != after):
+        return None
+    columns = []
+    for name, field in after.items():
+        convert = conversion(field)
+        if convert is None or name == _CORRUPT:
+            return None
+        columns.append((name, convert))
+    descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])
+    return ImageSchema(descriptor, tuple(columns))
+
+
+def envelopes(batch: DataFrame) -> DataFrame:
+    """The Kafka columns, the parsed envelope, and the id of its Connect schema (a hash of its text)."""
+    parsed = F.from_json(F.col("value").cast("string"), _ENVELOPE)
+    return batch.select(*batch.columns, parsed.alias(ENV)).withColumn(SCHEMA_ID, F.xxhash64(F.col(f"{ENV}.schema")))
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the batch holds, as the driver needs it: per schema id, the decodable image schema and the
+    logical table its records route to; and the routes of every (topic, db, table) seen."""
+
+    images: dict[tuple[int, str], ImageSchema]
+    routes: dict[str, str]
+    """Route key (:func:`route_key`) -> logical table."""
+
+
+def route_key(topic: str, db: str | None, tbl: str | None) -> str:
+    return "\u0000".join((topic, _NONE if db is None else db, _NONE if tbl is None else tbl))
+
+
+def probe(env: DataFrame, plan: DecodePlan) -> Probe:
+    """One small job: the batch's distinct (topic, db, table, schema); each schema read, each triple routed."""
+    payload = f"{ENV}.payload"
+    rows = (
+        env.where(F.col(payload).isNotNull())
+        .groupBy(
+            "topic", F.col(f"{payload}.source.db").alias("db"), F.col(f"{payload}.source.table").alias("tbl"), SCHEMA_ID
+        )
+        .agg(F.first(F.col(f"{ENV}.schema")).alias("schema"))
+        .collect()
+    )
+    images: dict[tuple[int, str], ImageSchema] = {}
+    routes: dict[str, str] = {}
+    read: dict[int, ImageSchema | None] = {}
+    for r in rows:
+        table = plan.router.route(r["topic"], r["db"], r["tbl"])
+        if table is None:
+            continue
+        routes[route_key(r["topic"], r["db"], r["tbl"])] = table
+        if r["schema"] is None:
+            continue
+        if r[SCHEMA_ID] not in read:
+            read[r[SCHEMA_ID]] = read_schema(r["schema"])
+        image = read[r[SCHEMA_ID]]
+        if image is not None:
+            images[(r[SCHEMA_ID], table)] = image
+    return Probe(images, routes)
+
+
+def _seq_sql() -> str:
+    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record, as SQL over the envelope."""
+    s = f"{ENV}.payload.source"
+    number = "CASE WHEN {c} RLIKE " + _DIGITS + " THEN try_cast({c} AS bigint) ELSE 0 END"
+    return (
+        f"named_struct('phase', IF({ENV}.payload.op = 'r', 0, 1), "
+        f"'gtid', coalesce(try_cast(nullif(regexp_extract({s}.gtid, {_GTID_SEQUENCE}, 1), '') AS bigint), 0), "
+        f"'file', coalesce(try_cast(nullif(regexp_extract({s}.file, {_FILE_NUMBER}, 1), '') AS bigint), 0), "
+        f"'pos', {number.format(c=f'{s}.pos')}, 'row', CAST({number.format(c=f'{s}.row')} AS int), "
+        f"'ts_ms', {number.format(c=f'{s}.ts_ms')}, 'partition', CAST(partition AS int), 'offset', offset)"
+    )
+
+
+def _image_sql(image: ImageSchema, keys: Iterable[str]) -> str:
+    """A struct {ok, row_json} of a record's image of this schema: the image parsed once (``img``), its
+    values made canonical once (``r``)."""
+    ddl = ", ".join(f"{C.quote(name)} {convert.json_type}" for name, convert in image.columns)
+    ddl += f", {_CORRUPT} STRING"
+    text = f"IF({ENV}.payload.op = 'd', {ENV}.payload.before, {ENV}.payload.after)"
+    canonical = ", ".join(
+        f"{C.string_literal(n)}, {convert.apply(f'img.{C.quote(n)}', text)}" for n, convert in image.columns
+    )
+    converts = [f"(img.{C.quote(n)} IS NULL OR r.{C.quote(n)} IS NOT NULL)" for n, _ in image.columns]
+    names = {n for n, _ in image.columns}
+    present_keys = [f"r.{C.quote(k)} IS NOT NULL" if k in names else "false" for k in keys]
+    ok = " AND ".join(
+        [
+            "img IS NOT NULL",
+            f"img.{_CORRUPT} IS NULL",
+            *converts,
+            *present_keys,
+            f"size(json_object_keys({text})) = {len(image.columns)}",
+        ]
+    )
+    options = f"map('columnNameOfCorruptRecord', '{_CORRUPT}', 'mode', 'PERMISSIVE')"
+    result = f"named_struct('ok', coalesce({ok}, false), 'row_json', to_json(r, map('ignoreNullFields', 'false')))"
+    return let(
+        f"from_json({text}, {C.string_literal(ddl)}, {options})", "img", let(f"named_struct({canonical})", "r", result)
+    )
+
+
+def _plain_source() -> Column:
+    """Valid UTF-8 (Spark's cast would replace bad bytes, the reference refuses them), an op the fast
+    path decodes, and a source position it reads as the reference does."""
+    s = f"{ENV}.payload.source"
+    fields = " AND ".join(f"({s}.{f} IS NULL OR {s}.{f} RLIKE {_DIGITS})" for f in ("pos", "row"))
+    return (
+        F.expr("is_valid_utf8(CAST(value AS string))")
+        & F.col(f"{ENV}.payload.op").isin("c", "u", "d", "r")
+        & F.expr(f"{s}.ts_ms RLIKE {_DIGITS} AND {fields}")
+    )
+
+
+def fast_decoded(plan: DecodePlan, found: Probe) -> Column:
+    """The reference decoder's struct for the records decoded here; NULL for the others."""
+    source = f"{ENV}.payload.source"
+    key = F.concat_ws(
+        "\u0000",
+        F.col("topic"),
+        F.coalesce(F.col(f"{source}.db"), F.lit(_NONE)),
+        F.coalesce(F.col(f"{source}.table"), F.lit(_NONE)),
+    )
+    pairs = [c for k, v in sorted(found.routes.items()) for c in (F.lit(k), F.lit(v))]
+    table = F.element_at(F.create_map(*pairs), key) if pairs else F.lit(None).cast("string")
+    tombstone = F.struct(
+        F.lit(SKIP).alias("status"),
+        F.lit(TOMBSTONE).alias("reason"),
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
+    )
+    if not found.images:
+        return F.when(F.col("value").isNull(), tombstone)
+    image: Column | None = None
+    descriptors: list[Column] = []
+    for (schema_id, name), schema in sorted(found.images.items()):
+        branch = (F.col(SCHEMA_ID) == F.lit(schema_id)) & (table == F.lit(name))
+        value = F.expr(_image_sql(schema, plan.keys[name]))
+        image = F.when(branch, value) if image is None else image.when(branch, value)
+        descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
+    assert image is not None
+    seq = F.expr(_seq_sql())
+    decoded = F.struct(
+        F.lit(OK).alias("status"),
+        F.lit(None).cast("string").alias("reason"),
+        table.alias("table"),
+        F.col(f"{ENV}.payload.op").alias("op"),
+        F.col(f"{source}.db").alias("source_db"),
+        F.col(f"{source}.table").alias("source_table"),
+        seq.alias("seq"),
+        F.when(seq.getField("ts_ms") != 0, seq.getField("ts_ms")).alias("source_ts_ms"),
+        image.getField("row_json").alias("row_json"),
+        F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("schema_json"),
+    )
+    ok = _plain_source() & table.isNotNull() & F.coalesce(image.getField("ok"), F.lit(False))
+    return F.when(F.col("value").isNull(), tombstone).when(ok, decoded)
