@@ -33,6 +33,8 @@ class MaintenanceConfig(Frozen):
     """A lock older than this is taken to belong to a crashed run and is taken over."""
     report_dir: str | None = None
     """Where the JSON report of each run goes; default ``<storage.root>/_cdc_maintenance_reports``."""
+    concurrency: int = Field(default=2, ge=1)
+    """Tables maintained at once, each in a Spark session of its own."""
     stream_hold_max_seconds: float = Field(default=300, gt=0)
     """When OPTIMIZE or the purge has lost 3 write races to the stream, the stream pauses its writes to
     that table until the command has committed, for at most this long (a hold file beside the lock)."""
@@ -76,6 +78,8 @@ class SnapshotConfig(Frozen):
     """Also check key uniqueness over the whole written snapshot (a shuffle of every key). Without it
     uniqueness follows from its parts: the Delta side is checked, stock rows are deduplicated, and a
     previous snapshot must still read the row count it was published with."""
+    concurrency: int = Field(default=4, ge=1)
+    """Tables published at once, each in a Spark session of its own."""
     max_rejects: int = Field(default=0, ge=0)
     """Rejected stock lines tolerated per table; more fail the run (nothing is published)."""
     log_path: str | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.ingest.table_status import last_stream_commit
@@ -47,13 +47,14 @@ def purge_cutoff(
     return min(by_retention, by_stream, *([absorbed_before] if snapshot_required and absorbed_before else []))
 
 
-def snapshot_condition(spark: SparkSession, config: AppConfig, table: TableConfig) -> tuple[bool, dt.datetime | None]:
-    """(whether purging waits for the nightly snapshot, the latest published snapshot's cut-off).
+def snapshot_condition(config: AppConfig, table: TableConfig, history: list[Row]) -> tuple[bool, dt.datetime | None]:
+    """(whether purging waits for the nightly snapshot, the latest published snapshot's cut-off), from
+    the table's ``history`` in the snapshot log.
 
     It waits when the table is a snapshot table with a stock export (the first snapshot starts from
     it) or with a snapshot already published (the next one starts from that).
     """
     if table.name not in {t.name for t in config.snapshot_tables()}:
         return False, None
-    absorbed = absorbed_before(spark, config, table.name)
+    absorbed = absorbed_before(history)
     return table.stock is not None or absorbed is not None, absorbed

@@ -13,14 +13,16 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.ingest.table_workers import each_table
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance.purge import purge_cutoff, snapshot_condition, stream_watermark_ms
 from cdc_delta.maintenance.write_hold import lock_path
 from cdc_delta.reports import write_report
+from cdc_delta.snapshot.log import published_all
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +55,17 @@ class MaintenanceReport:
     duration_s: float = 0.0
 
 
-def maintain_table(spark: SparkSession, config: AppConfig, table: TableConfig, now: dt.datetime) -> TableReport:
-    """OPTIMIZE, purge old tombstones, VACUUM, checkpoint one table; returns what it did."""
+def maintain_table(
+    spark: SparkSession, config: AppConfig, table: TableConfig, now: dt.datetime, history: list[Row]
+) -> TableReport:
+    """OPTIMIZE, purge old tombstones, VACUUM, checkpoint one table (``history``: its snapshots)."""
     path = config.storage.table_path(table)
     if not DeltaTable.isDeltaTable(spark, path):
         return TableReport(table.name, skipped="no table yet")
     started = time.monotonic()
     files_before, bytes_before = commands.table_size(spark, path)
     compacted = commands.optimize(spark, config, table, path)
-    required, absorbed = snapshot_condition(spark, config, table)
+    required, absorbed = snapshot_condition(config, table, history)
     watermark = stream_watermark_ms(spark, path, config.app_id)
     cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
     purged = commands.purge(spark, config, table, path, cutoff) if cutoff is not None else 0
@@ -114,7 +118,14 @@ def run_maintenance(
     started = time.monotonic()
     with exclusive_lock(lock_path(config), m.lock_stale_after_minutes * 60, wait_s):
         commands.configure_session(spark, m)
-        tables = [maintain_table(spark, config, table, now) for table in config.tables]
+        history = published_all(spark, config)  # once for every table
+        tables = each_table(
+            spark,
+            m.concurrency,
+            lambda session, table: maintain_table(session, config, table, now, history.get(table.name, [])),
+            config.tables,
+            setup=lambda session: commands.configure_session(session, m),
+        )
     report = MaintenanceReport(now.isoformat(timespec="seconds"), tables, round(time.monotonic() - started, 2))
     folder = config.under_root(m.report_dir, "_cdc_maintenance_reports")
     write_report(folder, f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}", asdict(report))

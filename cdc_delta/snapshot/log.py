@@ -7,7 +7,6 @@ import datetime as dt
 
 from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
-from pyspark.sql import functions as F
 
 from cdc_delta.config import AppConfig
 
@@ -21,25 +20,41 @@ def log_path(config: AppConfig) -> str:
     return config.under_root(config.snapshot.log_path, "_cdc_snapshots")
 
 
-def published(spark: SparkSession, config: AppConfig, table: str) -> list[Row]:
-    """Every snapshot published for ``table``, the latest run of each day, oldest day first."""
+def published_all(spark: SparkSession, config: AppConfig) -> dict[str, list[Row]]:
+    """Per table, every snapshot published, the latest run of each day, oldest day first: the log is
+    read once (a job run reads it once for all its tables)."""
     path = log_path(config)
     if not DeltaTable.isDeltaTable(spark, path):
-        return []
-    rows = spark.read.format("delta").load(path).where(F.col("table") == table).collect()
-    latest: dict[str, Row] = {}
+        return {}
+    latest: dict[tuple[str, str], Row] = {}
+    rows = spark.read.format("delta").load(path).collect()
     for row in sorted(rows, key=lambda r: (r["dt"], r["published_at"], r["run_id"])):
-        latest[row["dt"]] = row
-    return [latest[d] for d in sorted(latest)]
+        latest[(row["table"], row["dt"])] = row
+    out: dict[str, list[Row]] = {}
+    for (table, _), row in sorted(latest.items()):
+        out.setdefault(table, []).append(row)
+    return out
 
 
-def absorbed_before(spark: SparkSession, config: AppConfig, table: str) -> dt.datetime | None:
-    """Changes before this instant are in a published snapshot (the latest cut-off; None: none)."""
-    cutoffs = [r["cutoff"] for r in published(spark, config, table)]
+def published(spark: SparkSession, config: AppConfig, table: str) -> list[Row]:
+    """Every snapshot published for ``table``, the latest run of each day, oldest day first."""
+    return published_all(spark, config).get(table, [])
+
+
+def absorbed_before(history: list[Row]) -> dt.datetime | None:
+    """Changes before this instant are in a published snapshot of ``history`` (the latest cut-off)."""
+    cutoffs = [r["cutoff"] for r in history]
     if not cutoffs:
         return None
     latest = max(cutoffs)
     return latest if latest.tzinfo else latest.replace(tzinfo=dt.timezone.utc)
+
+
+def ensure_log(spark: SparkSession, config: AppConfig) -> None:
+    """Create the log if it does not exist yet, before tables are published concurrently: appends to
+    a Delta table do not conflict, but two appends that both create it do."""
+    schema = spark.createDataFrame([], LOG_SCHEMA).schema
+    DeltaTable.createIfNotExists(spark).location(log_path(config)).addColumns(schema).execute()
 
 
 def record(spark: SparkSession, config: AppConfig, entry: tuple[object, ...]) -> None:

@@ -22,9 +22,9 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
@@ -32,13 +32,14 @@ from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
 from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
 from cdc_delta.ingest.commit_log import AppCommit
+from cdc_delta.ingest.table_workers import each_table
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.reports import write_report
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.base import Base, choose_base
 from cdc_delta.snapshot.checks import key_counts, source_count
 from cdc_delta.snapshot.current_view import create_current_view
-from cdc_delta.snapshot.log import published, record
+from cdc_delta.snapshot.log import ensure_log, published_all, record
 from cdc_delta.snapshot.positions import KafkaPositions, stream_commits
 from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for, table_version
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot, log_published
@@ -103,13 +104,15 @@ class _Run:
     readiness: Readiness
     commits: dict[str, list[AppCommit]]
     from_stock: bool
+    published: dict[str, list[Row]]
+    """The snapshot log, read once for the run: per table, its published days."""
 
     def publish(self, table: TableConfig) -> TableSnapshot | None:
         """Build, write, check and publish one table's partition; None when there is nothing yet."""
         started = time.monotonic()
         version = table_version(self.commits.get(table.name, []), self.readiness.batch_id)
         delta = delta_side(self.spark, self.config, table, version)
-        history = published(self.spark, self.config, table.name)
+        history = self.published.get(table.name, [])
         earlier = [r for r in history if r["dt"] < self.day]
         base = choose_base(self.spark, self.config, table, earlier, self.day, self.run_id, self.from_stock)
         if base.rows is None and delta is None:
@@ -250,8 +253,14 @@ def run_snapshot(
     with exclusive_lock(lock_path(config), stale_after_s=12 * 3600, what="snapshot"):
         readiness, commits = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-        run = _Run(spark, config, day.isoformat(), run_id, readiness, commits, from_stock)
-        tables = [t for t in (run.publish(table) for table in config.snapshot_tables()) if t is not None]
+        history = published_all(spark, config)
+        ensure_log(spark, config)
+        run = _Run(spark, config, day.isoformat(), run_id, readiness, commits, from_stock, history)
+        # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
+        done = each_table(
+            spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables()
+        )
+        tables = [t for t in done if t is not None]
     report = SnapshotReport(
         date=day.isoformat(),
         run_id=run_id,
