@@ -52,14 +52,18 @@ def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
 
 def decode_batch(batch: DataFrame, plan: DecodePlan) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
-    parallelism, so that no job of the batch runs one small task per Kafka partition; a probe job reads
-    its distinct schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the
+    parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
+    envelopes parsed once (cached while decoding); the probe reads its distinct schemas; one pass
+    decodes it into a local checkpoint; the records the JVM leaves to the
     reference decoder (few, usually none) are decoded by it and cached beside."""
     spark = batch.sparkSession
-    env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism))
-    found = probe(env, plan)
-    candidates = env.select(*KAFKA_COLUMNS, fast_decoded(plan, found).alias(_FAST))
-    candidates = candidates.localCheckpoint(eager=True)
+    env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        found = probe(env, plan)  # reads the batch from Kafka and parses it, once
+        candidates = env.select(*KAFKA_COLUMNS, fast_decoded(plan, found).alias(_FAST))
+        candidates = candidates.localCheckpoint(eager=True)
+    finally:
+        env.unpersist()
     fast = candidates.where(F.col(_FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(_FAST).alias(DECODED))
     rest = candidates.where(F.col(_FAST).isNull()).select(*KAFKA_COLUMNS)
     slow = python_decoded(rest, plan).persist(StorageLevel.MEMORY_AND_DISK)

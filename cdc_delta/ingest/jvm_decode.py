@@ -72,9 +72,14 @@ def read_schema(text: str) -> ImageSchema | None:
 
 
 def envelopes(batch: DataFrame) -> DataFrame:
-    """The Kafka columns, the parsed envelope, and the id of its Connect schema (a hash of its text)."""
+    """The Kafka columns, the parsed envelope's payload, and the id of its Connect schema (a hash of its
+    text; the text itself is not kept: :func:`probe` reads it again for one record per schema)."""
     parsed = F.from_json(F.col("value").cast("string"), _ENVELOPE)
-    return batch.select(*batch.columns, parsed.alias(ENV)).withColumn(SCHEMA_ID, F.xxhash64(F.col(f"{ENV}.schema")))
+    return batch.select(
+        *batch.columns,
+        F.struct(parsed.getField("payload").alias("payload")).alias(ENV),
+        F.xxhash64(parsed.getField("schema")).alias(SCHEMA_ID),
+    )
 
 
 @dataclass(frozen=True)
@@ -92,16 +97,18 @@ def route_key(topic: str, db: str | None, tbl: str | None) -> str:
 
 
 def probe(env: DataFrame, plan: DecodePlan) -> Probe:
-    """One small job: the batch's distinct (topic, db, table, schema); each schema read, each triple routed."""
+    """Two small jobs over the parsed batch: its distinct (topic, db, table, schema id), and the schema
+    text of one record per schema id; each schema read, each triple routed."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
         .groupBy(
             "topic", F.col(f"{payload}.source.db").alias("db"), F.col(f"{payload}.source.table").alias("tbl"), SCHEMA_ID
         )
-        .agg(F.first(F.col(f"{ENV}.schema")).alias("schema"))
+        .agg(F.min(F.struct("partition", "offset")).alias("at"))
         .collect()
     )
+    texts = _schema_texts(env, {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in rows})
     images: dict[tuple[int, str], ImageSchema] = {}
     routes: dict[str, str] = {}
     read: dict[int, ImageSchema | None] = {}
@@ -110,14 +117,26 @@ def probe(env: DataFrame, plan: DecodePlan) -> Probe:
         if table is None:
             continue
         routes[route_key(r["topic"], r["db"], r["tbl"])] = table
-        if r["schema"] is None:
+        text = texts.get(r[SCHEMA_ID])
+        if text is None:
             continue
         if r[SCHEMA_ID] not in read:
-            read[r[SCHEMA_ID]] = read_schema(r["schema"])
+            read[r[SCHEMA_ID]] = read_schema(text)
         image = read[r[SCHEMA_ID]]
         if image is not None:
             images[(r[SCHEMA_ID], table)] = image
     return Probe(images, routes)
+
+
+def _schema_texts(env: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str]:
+    """Schema id -> the schema's text, read from the given records (topic, partition, offset)."""
+    if not records:
+        return {}
+    at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
+    wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
+    schema = F.from_json(F.col("value").cast("string"), "schema STRING").getField("schema")
+    found = env.where(at.isin(wanted)).select(SCHEMA_ID, schema.alias("schema")).collect()
+    return {r[SCHEMA_ID]: r["schema"] for r in found if r["schema"] is not None}
 
 
 def _seq_sql() -> str:
