@@ -31,4 +31,5 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the README tab
 	$(PY) bench/stream_latency.py
 	$(PY) bench/snapshot.py
 	$(PY) bench/maintenance.py
+	$(PY) bench/throughput.py
 	$(PY) bench/summarize.py

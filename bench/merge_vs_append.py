@@ -34,7 +34,8 @@ from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
 from cdc_delta.events.envelope import DecodePlan
 from cdc_delta.ingest.batch import BatchProcessor
-from cdc_delta.ingest.decode import decode_batch, is_row_event
+from cdc_delta.ingest.decode import decode_batch
+from cdc_delta.ingest.decoded import is_row_event
 from cdc_delta.ingest.dedupe import latest_per_key
 from cdc_delta.ingest.rows import typed_rows
 from cdc_delta.spark_session import build_session
@@ -142,9 +143,11 @@ def append_baseline(spark: SparkSession, config: AppConfig, batch: DataFrame, pa
     """Seconds for decode + type + dedupe + plain Delta append of the same batch."""
     business = [("id", "bigint"), *COLUMNS.items()]
     started = time.perf_counter()
-    decoded = decode_batch(batch, DecodePlan.from_config(config)).where(is_row_event())
+    decoding = decode_batch(batch, DecodePlan.from_config(config))
+    decoded = decoding.frame.where(is_row_event())
     rows = latest_per_key(typed_rows(decoded, business, dt.datetime.now(dt.timezone.utc)), ["id"])
     rows.write.format("delta").mode("append").save(path)
+    decoding.release()
     return time.perf_counter() - started
 
 

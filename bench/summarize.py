@@ -79,6 +79,38 @@ def maintenance(data: dict) -> str:
     )
 
 
+THROUGHPUT_ROWS = (
+    ("decode alone, JVM path vs the Python UDF, same events", "decode_speedup", ">= 5x"),
+    ("sustained events/s, 1 table", "sustained_events_per_s_1_table", ">= 20,000"),
+    ("sustained events/s, 100 tables", "sustained_events_per_s_100_tables", ">= 10,000"),
+    ("batch time, 1 table: 48 partitions / 1 partition", "partitions_batch_ratio", "<= 1.2"),
+    ("batch time: 100 tables x 100 events / 1 table x 10,000", "tables_batch_ratio", "<= 3"),
+    ("latency p50 at half the 100-table rate, 10 s trigger", "latency_p50_s", "<= 15 s"),
+    ("latency p99, same", "latency_p99_s", "<= 30 s"),
+    ("nightly snapshot: 100 tables / 1 table of 10k rows", "snapshot_tables_ratio", "<= 5"),
+)
+
+
+def throughput(data: dict) -> str:
+    base, now = data.get("baseline") or {}, data.get("results") or {}
+    lines = [
+        f"Measured {now.get('measured_at', data['measured_at'])[:19]}Z on {data['cores']} cores (baseline: the code "
+        f"before, measured {(base.get('measured_at') or '?')[:19]}Z with the same benchmark):",
+        "",
+        "| figure | before | now | target |",
+        "|---|---:|---:|---|",
+    ]
+    for label, key, target in THROUGHPUT_ROWS:
+        lines.append(f"| {label} | {_figure(base.get(key))} | {_figure(now.get(key))} | {target} |")
+    return "\n".join(lines)
+
+
+def _figure(value: object) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
     print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))
@@ -88,6 +120,9 @@ if __name__ == "__main__":
     snapshot_results = folder / "snapshot.json"
     if snapshot_results.exists():
         print("\n" + snapshot(json.loads(snapshot_results.read_text())))
+    throughput_results = folder / "throughput.json"
+    if throughput_results.exists():
+        print("\n" + throughput(json.loads(throughput_results.read_text())))
     maintenance_results = folder / "maintenance.json"
     if maintenance_results.exists():
         print("\n" + maintenance(json.loads(maintenance_results.read_text())))
