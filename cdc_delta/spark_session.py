@@ -105,6 +105,7 @@ EXPECTED_WARNINGS = {
     "org.apache.spark.sql.execution.streaming.ResolveWriteToStream": "adaptive execution is off in streaming",
     "org.apache.spark.sql.catalyst.util.SparkStringUtils": "a long plan's text is truncated",
     "org.apache.spark.sql.delta.commands.UpdateCommand": "no file statistics to check an UPDATE's count",
+    "org.apache.spark.scheduler.FairSchedulableBuilder": "table workers' scheduler pools are made on first use",
 }
 
 
