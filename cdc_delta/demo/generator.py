@@ -218,8 +218,9 @@ class ChangeGenerator:
             else:
                 rows[key] = after
             value = envelope(table, op, before, after, pos=self.pos, ts_ms=self.ts_ms, server=self.server)
-            kafka_key = json.dumps({"id": key}).encode()
+            # Compact, as Kafka Connect's JsonConverter writes them.
+            kafka_key = json.dumps({"id": key}, separators=(",", ":")).encode()
             topic = topic_of(table, self.server)
-            yield Change(topic, kafka_key, json.dumps(value).encode())
+            yield Change(topic, kafka_key, json.dumps(value, separators=(",", ":")).encode())
             if op == "d" and self.tombstones:
                 yield Change(topic, kafka_key, None)

@@ -14,11 +14,9 @@ from pyspark.sql import functions as F
 
 from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
 from cdc_delta.ingest.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
-from cdc_delta.ingest.jvm_decode import envelopes, fast_decoded, probe
+from cdc_delta.ingest.jvm_decode import FAST, envelopes, fast_decoded, probe
 
 logger = logging.getLogger(__name__)
-
-_FAST = "_fast"
 
 
 @dataclass(frozen=True)
@@ -60,11 +58,10 @@ def decode_batch(batch: DataFrame, plan: DecodePlan) -> DecodedBatch:
     env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         found = probe(env, plan)  # reads the batch from Kafka and parses it, once
-        candidates = env.select(*KAFKA_COLUMNS, fast_decoded(plan, found).alias(_FAST))
-        candidates = candidates.localCheckpoint(eager=True)
+        candidates = fast_decoded(env, plan, found).localCheckpoint(eager=True)
     finally:
         env.unpersist()
-    fast = candidates.where(F.col(_FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(_FAST).alias(DECODED))
-    rest = candidates.where(F.col(_FAST).isNull()).select(*KAFKA_COLUMNS)
+    fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
+    rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
     slow = python_decoded(rest, plan).persist(StorageLevel.MEMORY_AND_DISK)
     return DecodedBatch(fast.unionByName(slow), candidates, slow)

@@ -27,14 +27,18 @@ from pyspark.sql import functions as F
 from cdc_delta import columns as C
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
 from cdc_delta.ingest.connect_values import Conversion, conversion, let
-from cdc_delta.ingest.decoded import decoded_schema
+from cdc_delta.ingest.decoded import KAFKA_COLUMNS, decoded_schema
 
 ENV = "_env"
 SCHEMA_ID = "_schema_id"
-_ENVELOPE = (
-    "schema STRING, payload STRUCT<op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, "
-    "table: STRING, file: STRING, pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>>"
+FAST = "_fast"
+_PAYLOAD = (
+    "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING, file: STRING, "
+    "pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>"
 )
+_ENVELOPE = f"schema STRING, payload STRUCT<{_PAYLOAD}>"
+_HEAD = '{"schema":'
+_PAYLOAD_KEY = ',"payload":'
 _DIGITS = r"'^-?[0-9]+$'"
 _GTID_SEQUENCE = r"'^\\s*[0-9]+-[0-9]+-([0-9]+)\\s*$'"
 _FILE_NUMBER = r"'([0-9]+)[^0-9]*$'"
@@ -71,14 +75,42 @@ def read_schema(text: str) -> ImageSchema | None:
     return ImageSchema(descriptor, tuple(columns))
 
 
+_HEAD_COLUMN = "_head"
+
+
+def _with_head(batch: DataFrame) -> DataFrame:
+    """``batch`` and ``_head``: the text of each record before its first unquoted ``,"payload":``
+    key. A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no
+    space, is *shaped* (:func:`_shaped`): its head is ``{"schema":`` and the schema's text, its payload
+    is the rest but the closing brace. In valid JSON an unquoted ``,"payload":`` can only be an
+    object's key (a quote inside a string is escaped), and the first one is the envelope's: a Connect
+    schema has no such key. A record split wrongly parses to no payload and goes to the reference
+    decoder."""
+    head = F.substring_index(F.col("value").cast("string"), _PAYLOAD_KEY, 1)
+    return batch.select(*batch.columns, head.alias(_HEAD_COLUMN))
+
+
+def _shaped() -> Column:
+    text = F.col("value").cast("string")
+    head = F.col(_HEAD_COLUMN)
+    return text.startswith(_HEAD) & text.endswith("}") & (F.octet_length(head) < F.octet_length("value"))
+
+
 def envelopes(batch: DataFrame) -> DataFrame:
-    """The Kafka columns, the parsed envelope's payload, and the id of its Connect schema (a hash of its
-    text; the text itself is not kept: :func:`probe` reads it again for one record per schema)."""
-    parsed = F.from_json(F.col("value").cast("string"), _ENVELOPE)
-    return batch.select(
-        *batch.columns,
-        F.struct(parsed.getField("payload").alias("payload")).alias(ENV),
-        F.xxhash64(parsed.getField("schema")).alias(SCHEMA_ID),
+    """The Kafka columns, the parsed envelope's payload, and the id of its Connect schema. A shaped
+    record (:func:`_with_head`) is cut in bytes at its payload key: only the payload is parsed, and
+    its schema id is a hash of its head (the schema's text, which :func:`probe` reads for one record
+    per id). Any other record is parsed whole, its schema id a hash of its schema's text."""
+    text = F.col("value").cast("string")
+    at = F.octet_length(_HEAD_COLUMN) + len(_PAYLOAD_KEY) + 1
+    payload_text = F.substring("value", at, F.octet_length("value") - at).cast("string")
+    shaped = _shaped()
+    # Spark evaluates from_json in a CASE's every branch: the whole record is given only where needed.
+    parsed = F.from_json(F.when(~shaped, text), _ENVELOPE)
+    payload = F.when(shaped, F.from_json(payload_text, f"STRUCT<{_PAYLOAD}>")).otherwise(parsed.getField("payload"))
+    schema_id = F.when(shaped, F.xxhash64(_HEAD_COLUMN)).otherwise(F.xxhash64(parsed.getField("schema")))
+    return _with_head(batch).select(
+        *batch.columns, F.struct(payload.alias("payload")).alias(ENV), schema_id.alias(SCHEMA_ID)
     )
 
 
@@ -134,8 +166,10 @@ def _schema_texts(env: DataFrame, records: set[tuple[str, int, int]]) -> dict[in
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    schema = F.from_json(F.col("value").cast("string"), "schema STRING").getField("schema")
-    found = env.where(at.isin(wanted)).select(SCHEMA_ID, schema.alias("schema")).collect()
+    text = F.col("value").cast("string")
+    head = F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1)
+    schema = F.when(_shaped(), head).otherwise(F.from_json(text, "schema STRING").getField("schema"))
+    found = _with_head(env.where(at.isin(wanted))).select(SCHEMA_ID, schema.alias("schema")).collect()
     return {r[SCHEMA_ID]: r["schema"] for r in found if r["schema"] is not None}
 
 
@@ -192,8 +226,11 @@ def _plain_source() -> Column:
     )
 
 
-def fast_decoded(plan: DecodePlan, found: Probe) -> Column:
-    """The reference decoder's struct for the records decoded here; NULL for the others."""
+def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
+    """The Kafka columns and ``FAST``: the reference decoder's struct for the records decoded here, NULL
+    for the others. Two projections: the first computes each record's table, image and ordering key
+    once; the second assembles the struct from them (one projection would compute the image once for
+    its check and once more for its value: CASE WHEN does not share them)."""
     source = f"{ENV}.payload.source"
     key = F.concat_ws(
         "\u0000",
@@ -209,7 +246,7 @@ def fast_decoded(plan: DecodePlan, found: Probe) -> Column:
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
     )
     if not found.images:
-        return F.when(F.col("value").isNull(), tombstone)
+        return env.select(*KAFKA_COLUMNS, F.when(F.col("value").isNull(), tombstone).alias(FAST))
     image: Column | None = None
     descriptors: list[Column] = []
     for (schema_id, name), schema in sorted(found.images.items()):
@@ -218,18 +255,29 @@ def fast_decoded(plan: DecodePlan, found: Probe) -> Column:
         image = F.when(branch, value) if image is None else image.when(branch, value)
         descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
     assert image is not None
-    seq = F.expr(_seq_sql())
+    parts = env.select(
+        *KAFKA_COLUMNS,
+        table.alias("_table"),
+        image.alias("_image"),
+        F.expr(_seq_sql()).alias("_seq"),
+        F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("_schema"),
+        F.col(f"{ENV}.payload.op").alias("_op"),
+        F.col(f"{source}.db").alias("_db"),
+        F.col(f"{source}.table").alias("_tbl"),
+        (_plain_source() & table.isNotNull()).alias("_plain"),
+    )
+    seq = F.col("_seq")
     decoded = F.struct(
         F.lit(OK).alias("status"),
         F.lit(None).cast("string").alias("reason"),
-        table.alias("table"),
-        F.col(f"{ENV}.payload.op").alias("op"),
-        F.col(f"{source}.db").alias("source_db"),
-        F.col(f"{source}.table").alias("source_table"),
+        F.col("_table").alias("table"),
+        F.col("_op").alias("op"),
+        F.col("_db").alias("source_db"),
+        F.col("_tbl").alias("source_table"),
         seq.alias("seq"),
         F.when(seq.getField("ts_ms") != 0, seq.getField("ts_ms")).alias("source_ts_ms"),
-        image.getField("row_json").alias("row_json"),
-        F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("schema_json"),
+        F.col("_image.row_json").alias("row_json"),
+        F.col("_schema").alias("schema_json"),
     )
-    ok = _plain_source() & table.isNotNull() & F.coalesce(image.getField("ok"), F.lit(False))
-    return F.when(F.col("value").isNull(), tombstone).when(ok, decoded)
+    ok = F.col("_plain") & F.coalesce(F.col("_image.ok"), F.lit(False))
+    return parts.select(*KAFKA_COLUMNS, F.when(F.col("value").isNull(), tombstone).when(ok, decoded).alias(FAST))
