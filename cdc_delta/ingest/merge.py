@@ -93,14 +93,24 @@ def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None,
     return None, {}
 
 
-def _key_range(rows: DataFrame, key: str, type_name: str) -> Column | None:
-    """``t.key BETWEEN min AND max`` of the batch, which lets Delta skip files by their statistics."""
-    if type_name not in _PRUNABLE:
-        return None
-    bounds = rows.agg(F.min(C.quote(key)).alias("lo"), F.max(C.quote(key)).alias("hi")).first()
-    if bounds is None or bounds["lo"] is None:
-        return None
-    return F.col(f"t.{C.quote(key)}").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
+def _source_summary(rows: DataFrame, key: str, type_name: str) -> tuple[int, Column | None]:
+    """The batch's row count, and ``t.key BETWEEN min AND max`` of the batch, which lets Delta skip
+    files by their statistics (None where the key's type has no useful order or the batch is empty);
+    one job, which also fills ``rows``'s cache."""
+    prunable = type_name in _PRUNABLE
+    bounds = [F.min(C.quote(key)).alias("lo"), F.max(C.quote(key)).alias("hi")] if prunable else []
+    summary = rows.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
+    assert summary is not None
+    if not prunable or summary["lo"] is None:
+        return summary["n"], None
+    return summary["n"], F.col(f"t.{C.quote(key)}").between(F.lit(summary["lo"]), F.lit(summary["hi"]))
+
+
+def table_version(spark: SparkSession, path: str) -> int:
+    """The table's version as this process last saw it (right after its own commit, that commit's):
+    no listing, no history read."""
+    log = spark.sparkContext._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
+    return int(log.unsafeVolatileSnapshot().version())
 
 
 def merge_rows(
@@ -127,7 +137,7 @@ def merge_rows(
     condition = F.lit(True)
     for k in key:
         condition = condition & (F.col(f"t.{C.quote(k)}") == F.col(f"s.{C.quote(k)}"))
-    pruning = _key_range(rows, key[0], key_types.get(key[0], ""))
+    source_rows, pruning = _source_summary(rows, key[0], key_types.get(key[0], ""))
     if pruning is not None:
         condition = pruning & condition
     merge = (
@@ -139,16 +149,15 @@ def merge_rows(
     with delta_transaction(spark, commit):
         # A conflict with maintenance (OPTIMIZE, purge) is retried: the guard and the transaction id
         # make a second attempt safe.
-        retry_on_conflict(merge.execute, f"MERGE into {table_name}")
-    version, metrics = _committed(target, commit.metadata)
-    if version is None:  # a concurrent run of the same batch committed it first
+        metrics = retry_on_conflict(lambda: merge.execute().collect(), f"MERGE into {table_name}")
+    if not metrics:  # Delta skipped it: this batch id was committed, by a concurrent run of the batch
         return MergeResult(table=table_name, replayed=True)
     return MergeResult(
         table=table_name,
-        source_rows=int(metrics.get("numSourceRows", 0)),
-        inserted=int(metrics.get("numTargetRowsInserted", 0)),
-        updated=int(metrics.get("numTargetRowsUpdated", 0)),
-        version=version,
+        source_rows=source_rows,
+        inserted=int(metrics[0]["num_inserted_rows"]),
+        updated=int(metrics[0]["num_updated_rows"]),
+        version=table_version(spark, path),
     )
 
 
