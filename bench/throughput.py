@@ -79,8 +79,11 @@ def produce(bootstrap: str, server: str, tables: tuple[Any, ...], events: int, p
 
 def kafka_batch(spark: Any, bootstrap: str, server: str) -> Any:
     """Everything in ``server``'s topics, as the stream's batch DataFrame sees a batch (one task per partition)."""
+    from cdc_delta.ingest.stream import SOURCE_DEFAULTS
+
     return (
         spark.read.format("kafka")
+        .options(**SOURCE_DEFAULTS)  # as the stream reads
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribePattern", f"^{server}\\..*")
         .option("startingOffsets", "earliest")
@@ -153,8 +156,11 @@ def end_offsets(bootstrap: str, server: str) -> dict[str, dict[str, int]]:
 
 def records_from(spark: Any, bootstrap: str, server: str, starting: dict[str, dict[str, int]]) -> Any:
     """The records of ``server``'s topics from ``starting`` offsets to the end, one task per partition."""
+    from cdc_delta.ingest.stream import SOURCE_DEFAULTS
+
     return (
         spark.read.format("kafka")
+        .options(**SOURCE_DEFAULTS)  # as the stream reads
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribePattern", f"^{server}\\..*")
         .option("startingOffsets", json.dumps(starting))
