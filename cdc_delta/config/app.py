@@ -34,7 +34,8 @@ class KafkaConfig(Frozen):
     value_format: Literal["json"] = "json"
     """Encoding of the record values: Debezium's JsonConverter output (with or without schemas)."""
     options: dict[str, str] = Field(default_factory=dict)
-    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``."""
+    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
+    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.ingest.stream.SOURCE_DEFAULTS`)."""
 
     @model_validator(mode="after")
     def _one_subscription(self) -> KafkaConfig:
