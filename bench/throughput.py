@@ -125,8 +125,10 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         collect_stats(decoded)
         decoded.unpersist()
 
+    schemas: dict[int, Any] = {}  # kept from run to run, as the stream keeps them from batch to batch
+
     def jvm() -> None:
-        batch = decode.decode_batch(records, plan)
+        batch = decode.decode_batch(records, plan, schemas)
         collect_stats(batch.frame)
         batch.release()
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
 from cdc_delta.ingest.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
-from cdc_delta.ingest.jvm_decode import FAST, envelopes, fast_decoded, probe
+from cdc_delta.ingest.jvm_decode import FAST, ImageSchema, envelopes, fast_decoded, probe
 
 logger = logging.getLogger(__name__)
 
@@ -48,16 +48,19 @@ def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
     return records.select(*KAFKA_COLUMNS, udf("topic", "partition", "offset", "value").alias(DECODED))
 
 
-def decode_batch(batch: DataFrame, plan: DecodePlan) -> DecodedBatch:
+def decode_batch(
+    batch: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
     parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
     envelopes parsed once (cached while decoding); the probe reads its distinct schemas; one pass
     decodes it into a local checkpoint; the records the JVM leaves to the
-    reference decoder (few, usually none) are decoded by it and cached beside."""
+    reference decoder (few, usually none) are decoded by it and cached beside. ``schemas`` keeps the
+    Connect schemas read, by id, from one batch to the next (see :func:`~.jvm_decode.probe`)."""
     spark = batch.sparkSession
     env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        found = probe(env, plan)  # reads the batch from Kafka and parses it, once
+        found = probe(env, plan, schemas)  # reads the batch from Kafka and parses it, once
         candidates = fast_decoded(env, plan, found).localCheckpoint(eager=True)
     finally:
         env.unpersist()

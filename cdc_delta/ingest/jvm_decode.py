@@ -128,9 +128,10 @@ def route_key(topic: str, db: str | None, tbl: str | None) -> str:
     return "\u0000".join((topic, _NONE if db is None else db, _NONE if tbl is None else tbl))
 
 
-def probe(env: DataFrame, plan: DecodePlan) -> Probe:
-    """Two small jobs over the parsed batch: its distinct (topic, db, table, schema id), and the schema
-    text of one record per schema id; each schema read, each triple routed."""
+def probe(env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None) -> Probe:
+    """A small job over the parsed batch, its distinct (topic, db, table, schema id), each triple
+    routed; and another that reads the text of each schema not in ``schemas`` (schema id -> what
+    :func:`read_schema` made of it, kept by the caller across batches and filled here) from one record."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
@@ -140,21 +141,18 @@ def probe(env: DataFrame, plan: DecodePlan) -> Probe:
         .agg(F.min(F.struct("partition", "offset")).alias("at"))
         .collect()
     )
-    texts = _schema_texts(env, {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in rows})
+    known = {} if schemas is None else schemas
+    routed = [(r, plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
+    new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
+    wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new}
+    known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(env, wanted).items())
     images: dict[tuple[int, str], ImageSchema] = {}
     routes: dict[str, str] = {}
-    read: dict[int, ImageSchema | None] = {}
-    for r in rows:
-        table = plan.router.route(r["topic"], r["db"], r["tbl"])
+    for r, table in routed:
         if table is None:
             continue
         routes[route_key(r["topic"], r["db"], r["tbl"])] = table
-        text = texts.get(r[SCHEMA_ID])
-        if text is None:
-            continue
-        if r[SCHEMA_ID] not in read:
-            read[r[SCHEMA_ID]] = read_schema(text)
-        image = read[r[SCHEMA_ID]]
+        image = known.get(r[SCHEMA_ID])
         if image is not None:
             images[(r[SCHEMA_ID], table)] = image
     return Probe(images, routes)

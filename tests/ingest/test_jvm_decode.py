@@ -31,9 +31,11 @@ def plan_for(tables: list[dict[str, Any]]) -> DecodePlan:
     return DecodePlan.from_config(parse_config({"app_id": "jvm", "storage": {"root": "/tmp/jvm"}, "tables": tables}))
 
 
-def decoded_both_ways(spark: Any, records: list[Record], plan: DecodePlan) -> list[tuple[Any, Any]]:
+def decoded_both_ways(
+    spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None
+) -> list[tuple[Any, Any]]:
     """(JVM path's decoded struct as a dict, reference's Decoded as a dict) per record, by offset."""
-    batch = decode_batch(kafka_frame(spark, records), plan)
+    batch = decode_batch(kafka_frame(spark, records), plan, schemas)
     try:
         jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in batch.frame.collect()}
     finally:
@@ -54,9 +56,9 @@ def assert_same(pairs: list[tuple[Any, Any]]) -> None:
         assert jvm == reference
 
 
-def fast_share(spark: Any, records: list[Record], plan: DecodePlan) -> float:
+def fast_share(spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None) -> float:
     env = envelopes(kafka_frame(spark, records))
-    fast = fast_decoded(env, plan, probe(env, plan))
+    fast = fast_decoded(env, plan, probe(env, plan, schemas))
     return fast.where(F.col(FAST).isNotNull()).count() / len(records)
 
 
@@ -176,6 +178,24 @@ def test_edge_values_of_every_logical_type(spark: Any) -> None:
     plan = plan_for(EDGE_PLAN)
     assert_same(decoded_both_ways(spark, records, plan))
     assert fast_share(spark, records, plan) == 1.0
+
+
+def test_schemas_read_once_are_kept_across_batches(spark: Any) -> None:
+    plan = plan_for(EDGE_PLAN)
+    schemas: dict[int, Any] = {}
+    first: list[Record] = [("srv.db.edge", 0, i, b"k", edge_value(i)) for i in range(3)]
+    assert_same(decoded_both_ways(spark, first, plan, schemas))
+    assert len(schemas) == 1 and all(schemas.values())
+    # A later batch: the same schema is not read again, a new one (a column dropped) is read.
+    changed = without(edge_value(4).decode(), "t8")
+    later: list[Record] = [*first, ("srv.db.edge", 0, 3, b"k", changed)]
+    known = dict(schemas)
+    assert_same(decoded_both_ways(spark, later, plan, schemas))
+    assert len(schemas) == 2 and {k: schemas[k] for k in known} == known
+    # What the cache says is what decodes: a schema known as undecodable leaves its records to the reference.
+    refused = dict.fromkeys(schemas)
+    assert_same(decoded_both_ways(spark, later, plan, refused))
+    assert fast_share(spark, later, plan, refused) == 0.0
 
 
 @pytest.mark.parametrize(
