@@ -41,3 +41,7 @@ class SnapshotError(CdcDeltaError):
 
 class NotReady(CdcDeltaError):
     """The stream has not passed the snapshot's cut-off yet; nothing was touched. Retry later."""
+
+
+class SchemaRegistryError(CdcDeltaError):
+    """The schema registry cannot be reached or refused a request; the batch fails, nothing is dead-lettered."""

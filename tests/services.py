@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.registry import StandInRegistry
+
 ROOT = Path(__file__).parents[1]
 KAFKA_SCRIPT = ROOT / "scripts" / "kafka.sh"
 
@@ -168,6 +170,16 @@ def connect_worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactor
         yield worker
     finally:
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[StandInRegistry]:
+    """The stand-in schema registry (tests/registry.py: why no real one runs here)."""
+    registry = StandInRegistry()
+    try:
+        yield registry
+    finally:
+        registry.close()
 
 
 @pytest.fixture

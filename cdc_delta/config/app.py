@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from cdc_delta.config.common import Frozen, absolute, check_regex
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.tables import TableConfig
 from cdc_delta.exceptions import ConfigError
 
@@ -31,8 +32,15 @@ class KafkaConfig(Frozen):
     """Where a new stream (no checkpoint yet) starts reading."""
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
     """Upper bound on records per micro-batch; unset reads everything available."""
-    value_format: Literal["json"] = "json"
-    """Encoding of the record values: Debezium's JsonConverter output (with or without schemas)."""
+    value_format: Literal["json", "avro"] = "json"
+    """Encoding of the record values: ``json``, Debezium's JsonConverter output (with or without
+    schemas); ``avro``, Confluent's AvroConverter output (magic byte, schema id, Avro binary), its
+    schemas read from ``schema_registry``. Keys are not read (a row's key comes from its image), so
+    ``key.converter`` may be either."""
+    unescape_field_names: bool = False
+    """Avro only: the connectors set ``field.name.adjustment.mode: avro_unicode``, so column names
+    arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the
+    characters Avro refuses arrive as ``_`` and the tables use those names.)"""
     options: dict[str, str] = Field(default_factory=dict)
     """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
     stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.ingest.stream.SOURCE_DEFAULTS`)."""
@@ -42,6 +50,8 @@ class KafkaConfig(Frozen):
         if self.topics and self.topic_pattern:
             raise ValueError("set either kafka.topics or kafka.topic_pattern, not both")
         check_regex(self.topic_pattern, "kafka.topic_pattern")
+        if self.unescape_field_names and self.value_format != "avro":
+            raise ValueError("kafka.unescape_field_names applies to Avro records only: set kafka.value_format: avro")
         return self
 
 
@@ -104,6 +114,8 @@ class AppConfig(Frozen):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     connect: ConnectConfig = Field(default_factory=ConnectConfig)
+    schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig)
+    """Where ``kafka.value_format: avro`` reads its schemas."""
     merge_concurrency: int = Field(default=4, ge=1)
     """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
     allow_type_widening: bool = True

@@ -70,6 +70,48 @@ class SourceTable:
     key: tuple[str, ...] = ("id",)
 
 
+def _source_field(field_name: str, connect_type: str, optional: bool = False, **more: Any) -> dict[str, Any]:
+    return {"type": connect_type, "optional": optional, **more, "field": field_name}
+
+
+# The MySQL connector's source block, as Debezium 2.7+ describes it.
+SOURCE_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "name": "io.debezium.connector.mysql.Source",
+    "version": 1,
+    "optional": False,
+    "fields": [
+        _source_field("version", "string"),
+        _source_field("connector", "string"),
+        _source_field("name", "string"),
+        _source_field("ts_ms", "int64"),
+        _source_field(
+            "snapshot",
+            "string",
+            True,
+            name="io.debezium.data.Enum",
+            version=1,
+            parameters={
+                "allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+            },
+            default="false",
+        ),
+        _source_field("db", "string"),
+        _source_field("sequence", "string", True),
+        _source_field("ts_us", "int64", True),
+        _source_field("ts_ns", "int64", True),
+        _source_field("table", "string", True),
+        _source_field("server_id", "int64"),
+        _source_field("gtid", "string", True),
+        _source_field("file", "string"),
+        _source_field("pos", "int64"),
+        _source_field("row", "int32"),
+        _source_field("thread", "int64", True),
+        _source_field("query", "string", True),
+    ],
+}
+
+
 def envelope(
     table: SourceTable,
     op: str,
@@ -119,7 +161,7 @@ def envelope(
         "fields": [
             {**row_schema, "field": "before", "name": f"{server}.{table.db}.{table.table}.Value"},
             {**row_schema, "field": "after", "name": f"{server}.{table.db}.{table.table}.Value"},
-            {"type": "struct", "field": "source", "optional": False, "fields": []},
+            {**SOURCE_SCHEMA, "field": "source"},
             {"type": "string", "field": "op", "optional": False},
             {"type": "int64", "field": "ts_ms", "optional": True},
         ],

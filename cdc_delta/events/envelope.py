@@ -1,4 +1,5 @@
-"""Decode one Kafka record holding a Debezium change event (JsonConverter, with or without schemas).
+"""Decode one Kafka record holding a Debezium change event (JsonConverter, with or without schemas;
+Avro records are read into the same form by :mod:`cdc_delta.events.avro`).
 
 Pure Python, no Spark: :mod:`cdc_delta.decode` runs :func:`decode_record` on the executors. Every
 record ends in exactly one of three outcomes: ``ok`` (an event for a table), ``skip`` (a Debezium
@@ -159,6 +160,14 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
     schema = None
     if isinstance(message, dict) and "payload" in message and "schema" in message:
         schema, message = message["schema"], message["payload"]
+    return decode_message(topic, partition, offset, schema, message, plan)
+
+
+def decode_message(topic: str, partition: int, offset: int, schema: Any, message: Any, plan: DecodePlan) -> Decoded:
+    """Decode one envelope, already read: its Connect ``schema`` in JsonConverter's JSON form (None when
+    the record carries none) and its ``message`` (the payload) in JsonConverter's value form. Every
+    encoding (:func:`decode_record` for JSON, :func:`cdc_delta.events.avro.decode_avro` for Avro) ends
+    here."""
     if message is None:
         return Decoded(SKIP, TOMBSTONE)
     if not isinstance(message, dict):

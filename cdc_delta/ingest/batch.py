@@ -25,11 +25,10 @@ from cdc_delta.exceptions import ConfigError, SchemaChangeError
 from cdc_delta.ingest import column_defaults
 from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
 from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
-from cdc_delta.ingest.decode import decode_batch
+from cdc_delta.ingest.decode import decoder_for
 from cdc_delta.ingest.decoded import field, is_dead, is_row_event
 from cdc_delta.ingest.dedupe import latest_per_key
 from cdc_delta.ingest.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
-from cdc_delta.ingest.jvm_decode import ImageSchema
 from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows
 from cdc_delta.ingest.results import BatchResult, TableResult
 from cdc_delta.ingest.rows import typed_rows
@@ -98,8 +97,8 @@ class BatchProcessor:
         self._last_batch: dict[str, int] = {}
         self._lock_file = _maintenance_lock(config)
         self._workers: TableWorkers | None = None
-        # The Connect schemas decoded so far, by id: a batch reads the text only of schemas new to it.
-        self._schemas: dict[int, ImageSchema | None] = {}
+        # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
+        self._decode = decoder_for(config, self.plan)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -109,7 +108,7 @@ class BatchProcessor:
         """Apply one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        decoding = decode_batch(batch, self.plan, self._schemas)
+        decoding = self._decode(batch)
         decoded = decoding.frame
         try:
             stats = collect_stats(decoded)

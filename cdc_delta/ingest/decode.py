@@ -1,6 +1,7 @@
-"""Decode a Kafka micro-batch on the executors: in the JVM where it can be done exactly
+"""Decode a Kafka micro-batch on the executors. JSON: in the JVM where it can be done exactly
 (:mod:`.jvm_decode`), else with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`)
-as a Python UDF, only for the records that need it."""
+as a Python UDF, only for the records that need it. Avro: with fastavro over Arrow batches
+(:mod:`.avro_decode`). :func:`decoder_for` picks by ``kafka.value_format``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cdc_delta.config import AppConfig
 from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
+from cdc_delta.ingest.avro_decode import decode_avro_batch
 from cdc_delta.ingest.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
 from cdc_delta.ingest.jvm_decode import FAST, ImageSchema, envelopes, fast_decoded, probe
+from cdc_delta.ingest.schema_registry import AvroSchemas
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +32,12 @@ class DecodedBatch:
     checkpointed: DataFrame
     """The JVM-decoded records, checkpointed locally: every query of the batch plans over a short
     lineage, not over the decoding expression (large with many schemas)."""
-    cached: DataFrame
-    """The records the reference decoder decoded."""
+    cached: DataFrame | None = None
+    """The records the reference decoder decoded, cached beside the checkpoint."""
 
     def release(self) -> None:
-        self.cached.unpersist()
+        if self.cached is not None:
+            self.cached.unpersist()
         # A local checkpoint's blocks belong to the RDD under its plan; Spark frees them only when the
         # RDD is garbage collected on the driver, so they are freed here, batch by batch.
         self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
@@ -68,3 +73,33 @@ def decode_batch(
     rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
     slow = python_decoded(rest, plan).persist(StorageLevel.MEMORY_AND_DISK)
     return DecodedBatch(fast.unionByName(slow), candidates, slow)
+
+
+class JsonDecoder:
+    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, from batch to batch."""
+
+    def __init__(self, plan: DecodePlan) -> None:
+        self.plan = plan
+        self.schemas: dict[int, ImageSchema | None] = {}
+
+    def __call__(self, batch: DataFrame) -> DecodedBatch:
+        return decode_batch(batch, self.plan, self.schemas)
+
+
+class AvroDecoder:
+    """Decodes the stream's Avro batches; keeps the registry's schemas, by id, from batch to batch."""
+
+    def __init__(self, plan: DecodePlan, schemas: AvroSchemas) -> None:
+        self.plan = plan
+        self.schemas = schemas
+
+    def __call__(self, batch: DataFrame) -> DecodedBatch:
+        decoded = decode_avro_batch(batch, self.plan, self.schemas)
+        return DecodedBatch(decoded, decoded)
+
+
+def decoder_for(config: AppConfig, plan: DecodePlan) -> JsonDecoder | AvroDecoder:
+    """The decoder of ``kafka.value_format``."""
+    if config.kafka.value_format == "avro":
+        return AvroDecoder(plan, AvroSchemas(config.schema_registry, config.kafka.unescape_field_names))
+    return JsonDecoder(plan)
