@@ -20,12 +20,12 @@ import json
 import re
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
-from cdc_delta.events.envelope import DEAD, SKIP, TOMBSTONE, Decoded, DecodePlan, decode_message
+from cdc_delta.events.envelope import DEAD, SKIP, TOMBSTONE, Decoded, DecodePlan, KnownImage, decode_message
 
 MAGIC = 0
 HEADER_BYTES = 5
@@ -317,6 +317,8 @@ class AvroEnvelope:
     """The Connect schema in JsonConverter's JSON form (what a JSON record's ``schema`` holds)."""
     convert: Convert | None
     """Datum -> JsonConverter's payload; None where fastavro's datum already is it."""
+    images: dict[str, KnownImage] = field(default_factory=dict, compare=False)
+    """What :attr:`connect` says of its images, worked out on its first record."""
 
     @classmethod
     def from_text(cls, schema_id: int, text: str, unescape_names: bool = False) -> AvroEnvelope:
@@ -377,4 +379,4 @@ def decode_avro(
         message = envelope.payload(value)
     except ValueError as exc:
         return Decoded(DEAD, f"the bytes do not match Avro schema id {found}: {exc}")
-    return decode_message(topic, partition, offset, envelope.connect, message, plan)
+    return decode_message(topic, partition, offset, envelope.connect, message, plan, envelope.images)

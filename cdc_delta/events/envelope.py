@@ -87,6 +87,37 @@ def _default(field: dict[str, Any]) -> tuple[Any] | tuple[()]:
         return ()
 
 
+@dataclass(frozen=True)
+class KnownImage:
+    """What one Connect schema says of one row image, worked out once for every record of that schema
+    (:func:`decode_message`'s ``known``): its columns, their types and its descriptor."""
+
+    fields: dict[str, dict[str, Any]] | None
+    columns: tuple[tuple[str, dict[str, Any], str], ...] = ()
+    """(column, field schema, column type), in the schema's order."""
+    descriptor: str = "[]"
+
+    @classmethod
+    def of(cls, schema: Any, image_name: str) -> KnownImage:
+        fields = image_fields(schema, image_name)
+        if fields is None:
+            return cls(None)
+        columns = tuple((n, f, logical_types.connect_column_type(f)) for n, f in fields.items())
+        return cls(fields, columns, json.dumps([descriptor_entry(n, f) for n, f in fields.items()]))
+
+
+def _decode_known(image: dict[str, Any], known: KnownImage) -> dict[str, Any]:
+    """An image whose columns are exactly its schema's: canonical values (ValueError names the column)."""
+    values: dict[str, Any] = {}
+    for name, field_schema, type_name in known.columns:
+        raw = image[name]
+        try:
+            values[name] = logical_types.decode_connect_value(field_schema, raw, type_name)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise ValueError(f"column {name!r}: cannot decode {raw!r}: {exc}") from None
+    return values
+
+
 def _decode_image(
     image: dict[str, Any], fields: dict[str, dict[str, Any]] | None, configured: dict[str, str]
 ) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -163,11 +194,20 @@ def decode_record(topic: str, partition: int, offset: int, value: bytes | None, 
     return decode_message(topic, partition, offset, schema, message, plan)
 
 
-def decode_message(topic: str, partition: int, offset: int, schema: Any, message: Any, plan: DecodePlan) -> Decoded:
+def decode_message(
+    topic: str,
+    partition: int,
+    offset: int,
+    schema: Any,
+    message: Any,
+    plan: DecodePlan,
+    images: dict[str, KnownImage] | None = None,
+) -> Decoded:
     """Decode one envelope, already read: its Connect ``schema`` in JsonConverter's JSON form (None when
     the record carries none) and its ``message`` (the payload) in JsonConverter's value form. Every
     encoding (:func:`decode_record` for JSON, :func:`cdc_delta.events.avro.decode_avro` for Avro) ends
-    here."""
+    here. ``images`` keeps what ``schema`` says of its images from record to record, for a caller that
+    decodes many records of one schema object (Avro's registry schemas)."""
     if message is None:
         return Decoded(SKIP, TOMBSTONE)
     if not isinstance(message, dict):
@@ -199,10 +239,19 @@ def decode_message(topic: str, partition: int, offset: int, schema: Any, message
     if not isinstance(image, dict):
         return _dead(f"op {op!r} event has no {image_name!r} row image", **known)
     try:
-        values, columns = _decode_image(image, image_fields(schema, image_name), plan.columns.get(table, {}))
+        image_schema = images.get(image_name) if images is not None else None
+        if image_schema is None:
+            image_schema = KnownImage.of(schema, image_name)
+            if images is not None:
+                images[image_name] = image_schema
+        if image_schema.fields is not None and image.keys() == image_schema.fields.keys():
+            values, descriptor = _decode_known(image, image_schema), image_schema.descriptor
+        else:
+            values, columns = _decode_image(image, image_schema.fields, plan.columns.get(table, {}))
+            descriptor = json.dumps(columns)
     except ValueError as exc:
         return _dead(str(exc), **known)
     missing = [k for k in plan.keys[table] if values.get(k) is None]
     if missing:
         return _dead(f"key column(s) {missing} missing or null in the {image_name!r} image", **known)
-    return Decoded(OK, row_json=json.dumps(values), schema_json=json.dumps(columns), **known)
+    return Decoded(OK, row_json=json.dumps(values), schema_json=descriptor, **known)

@@ -178,12 +178,13 @@ def connect_column_type(field: dict[str, Any]) -> str:
     return _CONNECT_PRIMITIVES.get(field.get("type", ""), "string")
 
 
-def decode_connect_value(field: dict[str, Any], value: Any) -> Any:
-    """The canonical JSON value for ``value`` of a field described by a Connect schema."""
+def decode_connect_value(field: dict[str, Any], value: Any, type_name: str | None = None) -> Any:
+    """The canonical JSON value for ``value`` of a field described by a Connect schema (``type_name``:
+    its :func:`connect_column_type`, when the caller has it)."""
     if value is None:
         return None
     name = field.get("name")
-    type_name = connect_column_type(field)
+    type_name = type_name or connect_column_type(field)
     if name in _LOGICAL:
         value = _LOGICAL[name][1](value, field)
     elif type_name == "string" and not isinstance(value, str):
