@@ -105,6 +105,25 @@ def throughput(data: dict) -> str:
     return "\n".join(lines)
 
 
+def avro(data: dict) -> str:
+    r = data["results"]
+    lines = [
+        f"Measured {data['measured_at'][:19]}Z on {data['cores']} cores, {r['decode']['json']['events']:,} events of "
+        f"{r['tables']} table(s); mean record {r['record_bytes']['json']:,} bytes as JSON (schema included), "
+        f"{r['record_bytes']['avro']:,} as Avro:",
+        "",
+        "| figure | JSON | Avro | Avro / JSON |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, part, key in (
+        ("decode + stats, events/s", "decode", "avro_to_json_decode_ratio"),
+        ("stream (--until-caught-up), events/s", "stream", "avro_to_json_ratio"),
+    ):
+        fig = r[part]
+        lines.append(f"| {label} | {fig['json']['events_per_s']:,} | {fig['avro']['events_per_s']:,} | {fig[key]} |")
+    return "\n".join(lines)
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -123,6 +142,9 @@ if __name__ == "__main__":
     throughput_results = folder / "throughput.json"
     if throughput_results.exists():
         print("\n" + throughput(json.loads(throughput_results.read_text())))
+    avro_results = folder / "avro.json"
+    if avro_results.exists():
+        print("\n" + avro(json.loads(avro_results.read_text())))
     maintenance_results = folder / "maintenance.json"
     if maintenance_results.exists():
         print("\n" + maintenance(json.loads(maintenance_results.read_text())))

@@ -11,7 +11,8 @@ unassembled Quarkus application. This server answers what clients of a real one 
 - ``GET /schemas/ids/<id>``: ``{"schema": ...}``, or 404 with error code 40403 (the stream).
 
 Basic auth is checked when a user is set; ``down`` makes it answer 503, as a registry that lost its
-backing store does; :attr:`asked` records each id the stream asked for.
+backing store does; :attr:`asked` records each id the stream asked for, :attr:`requests` counts
+every request.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class StandInRegistry:
         self.schemas: dict[int, str] = {}
         self.subjects: dict[str, list[int]] = {}
         self.asked: list[int] = []
+        self.requests = 0
         self.down = False
         self._auth = None if user is None else "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self._lock = threading.Lock()
@@ -68,6 +70,7 @@ class StandInRegistry:
                 self.wfile.write(data)
 
             def _refused(self) -> bool:
+                registry.requests += 1
                 if registry.down:
                     self._answer(503, {"error_code": 50003, "message": "store unavailable"})
                     return True
