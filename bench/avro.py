@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from broker import native_broker
 from results_file import write_results
 from throughput import (
     BATCH_LINE,
@@ -129,20 +126,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50_000, help="max records per stream batch")
     parser.add_argument("--port", type=int, default=19392)
     args = parser.parse_args()
-    os.environ["TZ"] = "UTC"
-    time.tzset()
     from tests.registry import StandInRegistry
 
-    folder = Path(tempfile.mkdtemp(prefix="cdc-avro-bench-"))
-    env = {**os.environ, "KAFKA_DIR": str(folder / "kafka")}
-    subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "start", str(args.port)], check=True, env=env)
-    bootstrap = f"127.0.0.1:{args.port}"
-    registry = StandInRegistry()
     figures: dict[str, Any] = {"tables": args.tables}
-    try:
-        from cdc_delta.config import SparkConfig
-        from cdc_delta.spark_session import build_session
+    from cdc_delta.config import SparkConfig
+    from cdc_delta.spark_session import build_session
 
+    with native_broker(args.port, "cdc-avro-bench-") as (folder, bootstrap):
+        registry = StandInRegistry()
         tables = source_tables(args.tables, "av")
         figures["record_bytes"] = produce_both(bootstrap, registry, tables, args.events)
         print(json.dumps(figures), flush=True)
@@ -152,9 +143,7 @@ def main() -> None:
         spark.stop()
         figures["stream"] = part_stream(bootstrap, folder, tables, registry.url, args.batch)
         print(json.dumps(figures["stream"]), flush=True)
-    finally:
         registry.close()
-        subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "stop", str(args.port)], env=env)
     write_results(
         RESULTS,
         "avro",

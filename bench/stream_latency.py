@@ -21,11 +21,11 @@ import platform
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import yaml
+from broker import native_broker
 
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "bench" / "results" / "stream_latency.json"
@@ -133,18 +133,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=19192)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    folder = Path(tempfile.mkdtemp(prefix="cdc-latency-"))
-    env = {**os.environ, "KAFKA_DIR": str(folder / "kafka")}
-    subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "start", str(args.port)], check=True, env=env)
-    try:
-        bootstrap = f"127.0.0.1:{args.port}"
+    with native_broker(args.port, "cdc-latency-") as (folder, bootstrap):
         maximum = max_sustained(bootstrap, folder, args.backlog)
         print(f"maximum sustained: {maximum:.0f} events/s", flush=True)
         samples = latencies(bootstrap, folder, maximum / 2, args.seconds, args.trigger)
-    finally:
-        subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "stop", str(args.port)], env=env)
     p50, p99 = samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
     result = {
         "benchmark": "stream_latency",

@@ -25,16 +25,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from broker import native_broker
 from results_file import write_results
 
 ROOT = Path(__file__).parents[1]
@@ -356,14 +355,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=19292)
     args = parser.parse_args()
     parts = [p for p in args.parts.split(",") if p]
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    folder = Path(tempfile.mkdtemp(prefix="cdc-throughput-"))
-    env = {**os.environ, "KAFKA_DIR": str(folder / "kafka")}
-    subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "start", str(args.port)], check=True, env=env)
-    bootstrap = f"127.0.0.1:{args.port}"
     figures: dict[str, Any] = {}
-    try:
+    with native_broker(args.port, "cdc-throughput-") as (folder, bootstrap):
         from cdc_delta.config import SparkConfig, parse_config
         from cdc_delta.snapshot.hive_publish import metastore_conf
         from cdc_delta.spark_session import build_session
@@ -398,8 +391,6 @@ def main() -> None:
             rate = figures["sustained"]["100_tables"]["events_per_s"] / 2
             figures["latency"] = part_latency(bootstrap, folder, rate, args.latency_seconds)
             print(json.dumps(figures["latency"]), flush=True)
-    finally:
-        subprocess.run([str(ROOT / "scripts" / "kafka.sh"), "stop", str(args.port)], env=env)
     save(figures, args.label)
 
 

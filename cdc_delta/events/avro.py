@@ -162,6 +162,8 @@ class _Reader:
         if kind == "int" and schema.get("connect.type") in ("int8", "int16"):
             connect_type = schema["connect.type"]
         out = _connect_meta(schema, {"type": connect_type, "optional": optional})
+        if "name" not in out:
+            _logical_name(schema, out)
         convert = {"bytes": _bytes_value, "float": _float_value}.get(kind)
         return out, convert
 
@@ -230,6 +232,28 @@ class _Reader:
         if all(convert is None and name == column for name, column, convert in converts):
             return out, None
         return out, _record_value(converts)
+
+
+_LOGICAL_NAMES = {
+    ("int", "date"): "org.apache.kafka.connect.data.Date",
+    ("int", "time-millis"): "org.apache.kafka.connect.data.Time",
+    ("long", "timestamp-millis"): "org.apache.kafka.connect.data.Timestamp",
+}
+
+
+def _logical_name(schema: dict[str, Any], out: dict[str, Any]) -> None:
+    """A schema written without Connect's properties (``connect.meta.data: false``) still says its
+    Avro logical type; AvroData reads Decimal, Date, Time and Timestamp back from it."""
+    logical = schema.get("logicalType")
+    if schema["type"] == "bytes" and logical == "decimal":
+        out["name"] = "org.apache.kafka.connect.data.Decimal"
+        precision = schema.get("precision")
+        params = {"scale": str(schema.get("scale", 0))}
+        if precision is not None:
+            params["connect.decimal.precision"] = str(precision)
+        out["parameters"] = params
+    elif (schema["type"], logical) in _LOGICAL_NAMES:
+        out["name"] = _LOGICAL_NAMES[(schema["type"], logical)]
 
 
 def _field_schema(field: dict[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,21 @@ from typing import Any
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
+from cdc_delta.config import parse_config
 from cdc_delta.demo.avro_encoding import AvroEncoder, avro_schema
 from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id, unescape_name
-from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, decode_record
+from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, DecodePlan, decode_record
 from tests.events.test_captured_debezium import PLAN, RECORDS
+
+PLAN_ORDERS = DecodePlan.from_config(
+    parse_config(
+        {
+            "app_id": "avro",
+            "storage": {"root": "/tmp/avro"},
+            "tables": [{"name": "shop.orders", "topics": ["srv.shop.orders"], "key": ["id"]}],
+        }
+    )
+)
 
 
 class Registry:
@@ -158,3 +169,60 @@ def test_a_float_reads_as_the_shortest_decimal_java_writes() -> None:
     envelope = AvroEnvelope.from_text(1, json.dumps(avro_schema(connect)))
     value = avro_record(envelope, avro_schema(connect), {"f": 3.14, "b": b"\x00\xff"})
     assert envelope.payload(value) == {"f": 3.14, "b": "AP8="}
+
+
+def test_a_schema_without_connect_properties_keeps_its_avro_logical_types() -> None:
+    value = {
+        "type": "record",
+        "name": "Value",
+        "fields": [
+            {"name": "id", "type": "int"},
+            {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        ],
+    }
+    schema = {
+        "type": "record",
+        "name": "Envelope",
+        "namespace": "srv.shop.orders",
+        "fields": [
+            {"name": "after", "type": ["null", value]},
+            {
+                "name": "source",
+                "type": {
+                    "type": "record",
+                    "name": "Source",
+                    "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
+                },
+            },
+            {"name": "op", "type": "string"},
+        ],
+    }
+    envelope = AvroEnvelope.from_text(1, json.dumps(schema))
+    datum = {
+        "after": {"id": 7, "amount": b"\x30\x39", "day": 3, "at": 86_400_000},
+        "source": {"db": "shop", "table": "orders"},
+        "op": "c",
+    }
+    import io
+
+    from fastavro import parse_schema as parse
+
+    out = io.BytesIO(b"\x00\x00\x00\x00\x01")
+    out.seek(5)
+    schemaless_writer(out, parse({**schema}), datum)
+    decoded = decode_avro("srv.shop.orders", 0, 1, out.getvalue(), {1: envelope}, PLAN_ORDERS)
+    assert decoded.status == OK, decoded.reason
+    assert json.loads(decoded.schema_json or "") == [
+        ["id", "int"],
+        ["amount", "decimal(10,2)"],
+        ["day", "date"],
+        ["at", "timestamp"],
+    ]
+    assert json.loads(decoded.row_json or "") == {
+        "id": 7,
+        "amount": "123.45",
+        "day": "1970-01-04",
+        "at": 86_400_000_000,
+    }
