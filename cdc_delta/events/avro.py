@@ -252,8 +252,8 @@ def _logical_name(schema: dict[str, Any], out: dict[str, Any]) -> None:
         if precision is not None:
             params["connect.decimal.precision"] = str(precision)
         out["parameters"] = params
-    elif (schema["type"], logical) in _LOGICAL_NAMES:
-        out["name"] = _LOGICAL_NAMES[(schema["type"], logical)]
+    elif isinstance(logical, str) and (str(schema["type"]), logical) in _LOGICAL_NAMES:
+        out["name"] = _LOGICAL_NAMES[(str(schema["type"]), logical)]
 
 
 def _field_schema(field: dict[str, Any]) -> dict[str, Any]:
