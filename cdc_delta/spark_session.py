@@ -44,6 +44,10 @@ BASE_CONF = {
     # source that changes between its two passes. The stream's source is a cached, deterministic frame
     # over the batch's local checkpoint: the copy is a job and ~10% of each MERGE for nothing.
     "spark.databricks.delta.merge.materializeSource": "none",
+    # Timestamps as Parquet INT64 microseconds, not Spark's default INT96 (deprecated, and read by
+    # delta-rs as nanoseconds, which overflow before 1677 and after 2262). The nightly snapshot writes
+    # INT96 around its own write, for Hive (cdc_delta.snapshot.hive_publish).
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 

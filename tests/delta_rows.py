@@ -66,3 +66,48 @@ def arrow_rows(location: str) -> list[dict[str, Any]]:
         for r in table.to_pylist()
     ]
     return sorted(rows, key=repr)
+
+
+def plain(value: Any) -> Any:
+    """A value as Spark's and delta-rs's Python readers both can give it: Rows and structs as dicts,
+    timestamps as naive UTC, bytearrays as bytes."""
+    import datetime as dt
+
+    from pyspark.sql import Row
+
+    if isinstance(value, Row):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every row of the Delta table at ``path`` as Spark reads it and as delta-rs (``deltalake``) reads
+    it, columns in the table's order, timestamps as epoch microseconds (Python's datetime has no year
+    0, which a 0001-01-01 in another zone needs), rows sorted."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    df = spark.read.format("delta").load(path)
+    cols = [
+        F.unix_micros(F.col(f"`{f.name}`")).alias(f.name)
+        if isinstance(f.dataType, TimestampType)
+        else F.col(f"`{f.name}`")
+        for f in df.schema.fields
+    ]
+    by_spark = sorted((tuple(plain(v) for v in r) for r in df.select(*cols).collect()), key=repr)
+    table = DeltaTable(path).to_pyarrow_table()
+    assert table.column_names == df.columns, (table.column_names, df.columns)
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type):
+            micros = table.column(i).cast(pa.timestamp("us", tz=field.type.tz)).cast(pa.int64())
+            table = table.set_column(i, field.name, micros)
+    by_delta_rs = sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
+    return by_spark, by_delta_rs

@@ -119,8 +119,13 @@ class AppConfig(Frozen):
     merge_concurrency: int = Field(default=4, ge=1)
     """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
     allow_type_widening: bool = True
-    """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)) with Delta's
-    type widening. Off: such a change stops the table like any other incompatible change."""
+    """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
+    change stops the table like any other incompatible change."""
+    type_widening: Literal["rewrite", "delta_feature"] = "rewrite"
+    """How a column is widened. ``rewrite``: the table's files are rewritten with the wider type in one
+    commit, so every reader (delta-rs, Trino, symlink manifests) can still open the table; it costs a
+    full rewrite of the table, once per widening. ``delta_feature``: Delta's typeWidening table feature,
+    metadata only, but readers without it (delta-rs, hence Polars and DuckDB) cannot open the table."""
 
     @field_validator("app_id")
     @classmethod

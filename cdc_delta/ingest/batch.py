@@ -182,7 +182,7 @@ class BatchProcessor:
         if added:
             column_defaults.save(spark, path, defaults)
         if plan.changed:
-            apply_schema_plan(spark, path, plan)
+            apply_schema_plan(spark, path, plan, self.config.type_widening)
         defaults = column_defaults.finish(spark, path, dict(plan.columns), defaults)
         return TableState(True, plan.columns, defaults=defaults)
 

@@ -65,18 +65,35 @@ def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str]
     logger.info("created Delta table %s with %d business columns", path, len(business))
 
 
-def apply_schema_plan(spark: SparkSession, path: str, plan: SchemaPlan) -> None:
-    """Add the plan's new columns and widen the widened ones (identifiers quoted, types validated)."""
+def apply_schema_plan(spark: SparkSession, path: str, plan: SchemaPlan, widening: str = "rewrite") -> None:
+    """Add the plan's new columns and widen the widened ones (identifiers quoted, types validated):
+    by rewriting the table (``rewrite``) or with Delta's typeWidening feature (``delta_feature``), see
+    :attr:`cdc_delta.config.AppConfig.type_widening`."""
     target = C.delta_path_identifier(path)
     if plan.added:
         cols = ", ".join(f"{C.quote(name)} {type_name}" for name, type_name in plan.added)
         spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
         logger.info("table %s: added columns %s", path, ", ".join(f"{n} {t}" for n, t in plan.added))
-    if plan.widened:
+    if not plan.widened:
+        return
+    if widening == "delta_feature":
         spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('{TYPE_WIDENING_PROPERTY}' = 'true')")
-        for name, old, new in plan.widened:
+        for name, _, new in plan.widened:
             spark.sql(f"ALTER TABLE {target} ALTER COLUMN {C.quote(name)} TYPE {new}")
-            logger.warning("table %s: widened column %s from %s to %s", path, name, old, new)
+    else:
+        _rewrite_widened(spark, path, plan.widened)
+    for name, old, new in plan.widened:
+        logger.warning("table %s: widened column %s from %s to %s (%s)", path, name, old, new, widening)
+
+
+def _rewrite_widened(spark: SparkSession, path: str, widened: tuple[tuple[str, str, str], ...]) -> None:
+    """One commit that rewrites every file of the table with the widened columns cast up (an overwrite
+    of the table by itself: Delta reads the snapshot it replaces). The table's properties stay."""
+    from pyspark.sql import functions as F
+
+    rows = spark.read.format("delta").load(path)
+    casts = {name: F.col(C.quote(name)).cast(new) for name, _, new in widened}
+    rows.withColumns(casts).write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
 def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
