@@ -50,8 +50,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     kafka = config.kafka
     lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
-    spark = spark_for(config)
-    tables = table_status(spark, config)
+    tables = table_status(config)  # delta-rs reads the Delta log: no Spark session to start
     in_delta = delta_positions(tables)
     print(f"{'topic':<40} {'part':>4} {'end':>10} {'in Delta':>10} {'group':>10} {'lag':>8}")
     for lag in lags:
@@ -74,7 +73,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} "
             f"{dash(st.rows):>10} {dash(st.deleted):>8}"
         )
-    dead = dead_letter_count(spark, config)
+    dead = dead_letter_count(config)
     print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
     return 0
 

@@ -16,7 +16,7 @@ import datetime as dt
 from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.ingest.table_status import last_stream_commit
+from cdc_delta.ingest.commit_log import last_stream_commit
 from cdc_delta.snapshot.log import absorbed_before
 
 

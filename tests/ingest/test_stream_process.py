@@ -139,3 +139,9 @@ def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_
     assert len(lines) == 9, status.stdout
     assert all(cols[2] == cols[4] and cols[5] == "0" and 0 < int(cols[3]) <= int(cols[2]) for cols in lines), lines
     assert "inventory.orders" in status.stdout and "dead letters: none" in status.stdout
+    # the table lines (read by delta-rs, no Spark) count what Spark reads
+    cfg = load_config(config, env={})
+    for table in cfg.tables:
+        df = spark.read.format("delta").load(cfg.storage.table_path(table))
+        row = next(line.split() for line in status.stdout.splitlines() if line.startswith(table.name + " "))
+        assert (int(row[-2]), int(row[-1])) == (df.count(), df.where("_cdc_deleted").count()), row
