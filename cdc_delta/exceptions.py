@@ -45,3 +45,7 @@ class NotReady(CdcDeltaError):
 
 class SchemaRegistryError(CdcDeltaError):
     """The schema registry cannot be reached or refused a request; the batch fails, nothing is dead-lettered."""
+
+
+class KafkaUnavailable(CdcDeltaError):
+    """The Kafka brokers cannot be reached; nothing was read or written."""

@@ -7,7 +7,9 @@ import re
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from cdc_delta.exceptions import KafkaUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +22,10 @@ def _consumer(bootstrap: str, group: str) -> Consumer:
             "enable.auto.commit": False,
             "socket.timeout.ms": 10_000,
             "session.timeout.ms": 10_000,
+            # librdkafka prints each failed connection attempt (many a second) to stderr; what failed is
+            # raised as one clear error instead. With -v (debug logging) they go to the log.
+            "logger": logger,
+            "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0,
         }
     )
 
@@ -76,10 +82,27 @@ def partition_lag(
         try:
             return _partition_lag(bootstrap, group, topics, pattern)
         except KafkaException as exc:
+            if _unreachable(exc):
+                # librdkafka has already tried every broker for the metadata timeout (10 s)
+                raise KafkaUnavailable(
+                    f"cannot reach Kafka at {bootstrap} ({_reason(exc)}): is the broker running? "
+                    "Check kafka.bootstrap_servers"
+                ) from None
             if not _retriable(exc) or attempt == attempts:
-                raise
+                raise KafkaUnavailable(f"Kafka at {bootstrap} refused to list offsets: {_reason(exc)}") from None
             time.sleep(0.5 * 2 ** (attempt - 1))
     raise AssertionError("unreachable")
+
+
+def _unreachable(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    code = getattr(error, "code", lambda: None)()
+    return code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT)
+
+
+def _reason(exc: KafkaException) -> str:
+    error = exc.args[0] if exc.args else None
+    return str(getattr(error, "str", lambda: exc)())
 
 
 def _partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:

@@ -60,3 +60,37 @@ def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Exits 75 without touching anything" in out and "--from-stock" in out
     assert main(["snapshot", "--config", EXAMPLE, "--date", "2026-02-30"]) == 2
     assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_status_against_an_unreachable_broker_is_one_line_naming_it(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    import yaml
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"127.0.0.1:{s.getsockname()[1]}"
+    config = tmp_path / "cdc.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "app_id": "nowhere",
+                "kafka": {"bootstrap_servers": nowhere},
+                "storage": {"root": str(tmp_path / "lake")},
+                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
+            }
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "status", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert run.stdout == ""
+    (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
+    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} (")
+    assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
