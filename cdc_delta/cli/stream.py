@@ -17,6 +17,12 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from cdc_delta.ingest.stream import GracefulStop, run_until_stopped, start_stream
 
     config = load_config(args.config)
+    kafka = config.kafka
+    if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
+        from cdc_delta.ingest.kafka_offsets import check_reachable
+
+        # Before Spark starts: its Kafka client would retry an unreachable broker for minutes, in traces.
+        check_reachable(kafka.bootstrap_servers, config.app_id, kafka.startup_timeout_seconds)
     stop = GracefulStop()
     stop.install()
     spark = spark_for(config)

@@ -41,6 +41,10 @@ class KafkaConfig(Frozen):
     """Avro only: the connectors set ``field.name.adjustment.mode: avro_unicode``, so column names
     arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the
     characters Avro refuses arrive as ``_`` and the tables use those names.)"""
+    startup_timeout_seconds: float = Field(default=30, gt=0)
+    """How long the stream waits at start for a broker to answer; then it exits 2 naming
+    ``bootstrap_servers``. Checked for PLAINTEXT brokers only: with ``kafka.security.protocol`` set in
+    ``options``, Spark's Kafka client is the first to connect."""
     options: dict[str, str] = Field(default_factory=dict)
     """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
     stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.ingest.stream.SOURCE_DEFAULTS`)."""

@@ -94,6 +94,20 @@ def partition_lag(
     raise AssertionError("unreachable")
 
 
+def check_reachable(bootstrap: str, group: str, timeout_s: float) -> None:
+    """Raise :class:`KafkaUnavailable` naming ``bootstrap`` when no broker answers within ``timeout_s``."""
+    consumer = _consumer(bootstrap, group)
+    try:
+        consumer.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise KafkaUnavailable(
+            f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker running? "
+            "Check kafka.bootstrap_servers"
+        ) from None
+    finally:
+        consumer.close()
+
+
 def _unreachable(exc: KafkaException) -> bool:
     error = exc.args[0] if exc.args else None
     code = getattr(error, "code", lambda: None)()

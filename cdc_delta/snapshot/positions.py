@@ -11,7 +11,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.exceptions import SnapshotError
+from cdc_delta.exceptions import KafkaUnavailable, SnapshotError
 from cdc_delta.ingest.commit_log import AppCommit, app_commits
 from cdc_delta.ingest.kafka_offsets import partition_lag
 from cdc_delta.snapshot.readiness import KafkaPosition, Partition
@@ -43,7 +43,7 @@ def kafka_positions_of(config: AppConfig) -> KafkaPositions:
         kafka = config.kafka
         try:
             lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
-        except KafkaException as exc:
+        except (KafkaException, KafkaUnavailable) as exc:
             raise SnapshotError(
                 f"cannot reach Kafka at {kafka.bootstrap_servers} to check readiness: {exc}. "
                 "Fix kafka.bootstrap_servers, or pass --skip-kafka-check to judge from the Delta commits alone "

@@ -62,7 +62,8 @@ def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err
 
 
-def test_status_against_an_unreachable_broker_is_one_line_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["status", "stream"])
+def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
     import socket
     import subprocess
     import sys
@@ -77,14 +78,14 @@ def test_status_against_an_unreachable_broker_is_one_line_naming_it(tmp_path: Pa
         yaml.safe_dump(
             {
                 "app_id": "nowhere",
-                "kafka": {"bootstrap_servers": nowhere},
+                "kafka": {"bootstrap_servers": nowhere, "startup_timeout_seconds": 3},
                 "storage": {"root": str(tmp_path / "lake")},
                 "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
             }
         )
     )
     run = subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", "status", "--config", str(config)],
+        [sys.executable, "-m", "cdc_delta.cli", command, "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -92,5 +93,5 @@ def test_status_against_an_unreachable_broker_is_one_line_naming_it(tmp_path: Pa
     assert run.returncode == 2
     assert run.stdout == ""
     (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
-    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} (")
+    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
     assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
