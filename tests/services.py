@@ -32,6 +32,13 @@ def _docker_running() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
 
 
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (nothing listens there until someone takes it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def free_port_pair() -> int:
     """A port P with P and P+1 free on 127.0.0.1 (the broker and its controller)."""
     for _ in range(100):

@@ -9,6 +9,7 @@ from typing import Any
 from cdc_delta.cli.common import add_config_argument, spark_for
 from cdc_delta.config import load_config
 from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.metrics.textfile import job_metrics
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
@@ -16,11 +17,14 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.maintenance.run import run_maintenance
 
     config = load_config(args.config)
-    try:
-        report = run_maintenance(spark_for(config), config, wait_s=args.wait)
-    except LockHeld as exc:  # an overlapping scheduled run is not a failure: the running one does the work
-        print(f"cdc-delta maintain: {exc}")
-        return 0
+    with job_metrics(config, "maintenance") as run:
+        try:
+            report = run.report = run_maintenance(spark_for(config), config, wait_s=args.wait)
+        except LockHeld as exc:  # an overlapping scheduled run is not a failure: the running one does the work
+            print(f"cdc-delta maintain: {exc}")
+            run.exit_code = 0
+            return 0
+        run.exit_code = 0
     for t in report.tables:
         if t.skipped:
             print(f"{t.table}: skipped ({t.skipped})")
@@ -59,11 +63,16 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         day = dt.datetime.now(zoneinfo.ZoneInfo(config.snapshot.time_zone)).date() - dt.timedelta(days=1)
     positions = (lambda: None) if args.skip_kafka_check else kafka_positions_of(config)
     spark = build_session(config.spark, metastore_conf(config))
-    try:
-        report = run_snapshot(spark, config, day, positions, from_stock=args.from_stock, wait_minutes=args.wait)
-    except (NotReady, LockHeld) as exc:
-        print(f"cdc-delta snapshot: {exc}", file=sys.stderr)
-        return EXIT_NOT_READY
+    with job_metrics(config, "snapshot") as run:
+        try:
+            report = run.report = run_snapshot(
+                spark, config, day, positions, from_stock=args.from_stock, wait_minutes=args.wait
+            )
+        except (NotReady, LockHeld) as exc:
+            print(f"cdc-delta snapshot: {exc}", file=sys.stderr)
+            run.exit_code = EXIT_NOT_READY
+            return EXIT_NOT_READY
+        run.exit_code = 0
     for t in report.tables:
         source = (
             f", source count {t.source_count} (difference {t.count_difference})" if t.source_count is not None else ""

@@ -17,6 +17,13 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from cdc_delta.ingest.stream import GracefulStop, run_until_stopped, start_stream
 
     config = load_config(args.config)
+    metrics, server = None, None
+    if config.metrics.port is not None:
+        from cdc_delta.metrics.server import MetricsServer
+        from cdc_delta.metrics.stream import StreamMetrics
+
+        metrics = StreamMetrics(config)
+        server = MetricsServer(config, metrics)  # takes the port now: one in use fails before Spark starts
     kafka = config.kafka
     if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
         from cdc_delta.ingest.kafka_offsets import check_reachable
@@ -26,7 +33,11 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stop = GracefulStop()
     stop.install()
     spark = spark_for(config)
-    query = start_stream(spark, config, available_now=args.until_caught_up, stop_requested=stop.requested)
+    query = start_stream(
+        spark, config, available_now=args.until_caught_up, stop_requested=stop.requested, metrics=metrics
+    )
+    if server is not None:
+        server.start(query)
     try:
         run_until_stopped(query, stop)
     except StreamingQueryException as exc:
@@ -37,6 +48,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        if server is not None:
+            server.close()
     return 0
 
 
@@ -123,7 +137,17 @@ def add_commands(sub: Any) -> None:
     add_config_argument(check)
     check.set_defaults(func=cmd_check_config)
 
-    stream = sub.add_parser("stream", help="run the streaming application (Kafka -> Delta) until stopped")
+    stream = sub.add_parser(
+        "stream",
+        help="run the streaming application (Kafka -> Delta) until stopped",
+        description=(
+            "Run the stream until SIGTERM/SIGINT (the running batch finishes; a second signal stops at once). "
+            "With metrics.port set it serves Prometheus metrics on /metrics and a probe on /healthz "
+            "(503 once the query has ended or no batch finished for metrics.unhealthy_after_seconds while "
+            "records wait). Exit codes: 0 stopped or caught up, 1 the stream failed (it resumes from its "
+            "checkpoint), 2 bad config, unreachable broker or metrics port in use."
+        ),
+    )
     add_config_argument(stream)
     stream.add_argument(
         "--until-caught-up",

@@ -13,6 +13,7 @@ from cdc_delta.config.common import is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
+from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
 
@@ -24,6 +25,7 @@ __all__ = [
     "SchemaRegistryConfig",
     "KafkaConfig",
     "MaintenanceConfig",
+    "MetricsConfig",
     "SnapshotConfig",
     "SourceCountJdbc",
     "SparkConfig",

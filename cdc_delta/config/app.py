@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from cdc_delta.config.common import Frozen, absolute, check_regex
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.tables import TableConfig
 from cdc_delta.exceptions import ConfigError
@@ -120,6 +121,8 @@ class AppConfig(Frozen):
     connect: ConnectConfig = Field(default_factory=ConnectConfig)
     schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig)
     """Where ``kafka.value_format: avro`` reads its schemas."""
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    """Prometheus metrics and health of the stream; metrics files of the jobs."""
     merge_concurrency: int = Field(default=4, ge=1)
     """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
     allow_type_widening: bool = True

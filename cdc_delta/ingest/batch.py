@@ -144,6 +144,8 @@ class BatchProcessor:
                 offsets={t: dict(p) for t, p in stats.offsets.items()},
                 max_source_ts_ms=stats.max_source_ts_ms,
                 duration_s=time.monotonic() - t0,
+                status_by_table={t: dict(c) for t, c in stats.status_by_table.items()},
+                max_source_ts_ms_by_table=dict(stats.max_ts_by_table),
             )
         finally:
             decoding.release()

@@ -23,6 +23,8 @@ class BatchStats:
     skips: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     """Skipped records by reason: tombstone, schema change, transaction marker, heartbeat, ..."""
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
+    """Records per routed table (None: not routed to one) and status (ok, dead, skip)."""
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
     max_ts_by_partition: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
@@ -60,6 +62,8 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
     for r in rows:
         stats.rows_in += r["n"]
         stats.by_status[r["status"]] += r["n"]
+        counts = stats.status_by_table[r["table"]]
+        counts[r["status"]] = counts.get(r["status"], 0) + r["n"]
         if r["skip_reason"] is not None:
             stats.skips[r["skip_reason"]] += r["n"]
         partition = str(r["partition"])

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
-from cdc_delta.events.envelope import TOMBSTONE
+from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE
 from cdc_delta.ingest.merge import MergeResult
 
 
@@ -37,6 +37,25 @@ class BatchResult:
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=dict)
     max_source_ts_ms: int | None = None
     duration_s: float = 0.0
+    status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=dict)
+    """Records per routed table (None: routed to none) and decode status (ok, dead, skip)."""
+    max_source_ts_ms_by_table: dict[str, int] = dc_field(default_factory=dict)
+
+    def table_counts(self) -> dict[str | None, dict[str, int]]:
+        """Per table (None: records routed to no table): records ``in``, ``applied``,
+        ``dead_lettered`` (parked events of a stopped table included) and ``skipped``."""
+        parked = {t.table: t.parked for t in self.tables}
+        counts = {}
+        for table, by_status in self.status_by_table.items():
+            ok, dead, skip = by_status.get(OK, 0), by_status.get(DEAD, 0), by_status.get(SKIP, 0)
+            held = parked.get(table, 0) if table is not None else 0
+            counts[table] = {
+                "in": ok + dead + skip,
+                "applied": ok - held,
+                "dead_lettered": dead + held,
+                "skipped": skip,
+            }
+        return counts
 
     @property
     def tombstones(self) -> int:

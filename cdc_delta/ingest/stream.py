@@ -12,6 +12,7 @@ import logging
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
@@ -21,6 +22,9 @@ from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.ingest.batch import BatchProcessor
 from cdc_delta.ingest.kafka_offsets import commit_group_offsets
+
+if TYPE_CHECKING:
+    from cdc_delta.metrics.stream import StreamMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -65,20 +69,34 @@ class StopRequested(RuntimeError):
 
 
 class StreamBatch:
-    """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets."""
+    """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets,
+    count it in ``metrics``."""
 
-    def __init__(self, config: AppConfig, stop_requested: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        config: AppConfig,
+        stop_requested: threading.Event | None = None,
+        metrics: StreamMetrics | None = None,
+    ) -> None:
         self.config = config
         self.processor = BatchProcessor(config)
         self.stop_requested = stop_requested or threading.Event()
+        self.metrics = metrics
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop_requested.is_set():
             raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
-        result = self.processor.process(batch, batch_id)
+        try:
+            result = self.processor.process(batch, batch_id)
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.batch_failed()
+            raise
         logger.info("%s", result.summary())
         if result.offsets:
             commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
+        if self.metrics is not None:
+            self.metrics.batch_done(result)
 
 
 def start_stream(
@@ -87,15 +105,17 @@ def start_stream(
     *,
     available_now: bool = False,
     stop_requested: threading.Event | None = None,
+    metrics: StreamMetrics | None = None,
 ) -> StreamingQuery:
     """Start the streaming query: every ``trigger_interval``, or once over what is there now.
 
-    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`)."""
+    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
+    is counted in ``metrics`` when given."""
     writer = (
         kafka_source(spark, config)
         .writeStream.queryName(config.app_id)
         .option("checkpointLocation", checkpoint_location(config))
-        .foreachBatch(StreamBatch(config, stop_requested))
+        .foreachBatch(StreamBatch(config, stop_requested, metrics))
     )
     writer = (
         writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)

@@ -64,15 +64,14 @@ def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize("command", ["status", "stream"])
 def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
-    import socket
     import subprocess
     import sys
 
     import yaml
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        nowhere = f"127.0.0.1:{s.getsockname()[1]}"
+    from tests.services import free_port
+
+    nowhere = f"127.0.0.1:{free_port()}"
     config = tmp_path / "cdc.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -95,3 +94,37 @@ def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Pat
     (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
     assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
     assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
+
+
+def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    import yaml
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "cdc.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "app_id": "busy",
+                    "metrics": {"port": port, "host": "127.0.0.1"},
+                    "storage": {"root": str(tmp_path / "lake")},
+                    "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
+                }
+            )
+        )
+        run = subprocess.run(
+            [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert run.returncode == 2
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"cdc-delta: error: cannot serve metrics on 127.0.0.1:{port} (Address already in use)")
+    assert not (tmp_path / "lake").exists()

@@ -47,6 +47,8 @@ def test_the_json_and_avro_stacks_name_files_that_exist_and_load() -> None:
         config_path = app_path(stream["command"][stream["command"].index("--config") + 1])
         config = load_config(config_path, env=stream.get("environment", {}))
         assert config.kafka.value_format == value_format
+        port = config.metrics.port  # published, and probed by the healthcheck
+        assert f"{port}:{port}" in stream["ports"] and f":{port}/healthz" in " ".join(stream["healthcheck"]["test"])
         register = services["register-connector"]["command"]
         sets = [register[i + 1] for i, arg in enumerate(register) if arg == "--set"]
         connector = load_connector_file(app_path(register[2]), parse_overrides(sets))

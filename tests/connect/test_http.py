@@ -5,7 +5,6 @@ auth and TLS settings. The real worker is exercised by tests/e2e and tests/conne
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from cdc_delta.config import ConnectConfig
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.http import ConnectHttp
 from cdc_delta.exceptions import ConnectorConflict, ConnectorError, ConnectorNotFound
+from tests.services import free_port
 
 Answer = tuple[int, Any]
 
@@ -98,9 +98,7 @@ def test_4xx_and_5xx_carry_the_workers_own_message() -> None:
 
 
 def test_an_unreachable_worker_is_retried_then_named() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()  # nothing listens there
     sleeps: list[float] = []
     client = ConnectHttp(ConnectConfig(url=f"http://127.0.0.1:{port}", retry_seconds=2), sleep=sleeps.append)
     with pytest.raises(ConnectorError, match=rf"cannot reach Kafka Connect at http://127.0.0.1:{port} .*--connect-url"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 from confluent_kafka import Producer
 
 from cdc_delta.config import load_config
@@ -18,7 +20,7 @@ from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
 from cdc_delta.ingest.kafka_offsets import partition_lag
 from tests.delta_rows import batch_ids_per_commit
-from tests.services import StreamProcess, wait_for, write_config
+from tests.services import StreamProcess, free_port, wait_for, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -112,9 +114,16 @@ def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_
     server = "sigterm"
     generator = generate(kafka_bootstrap, server, events=3000, seed=4)
     config = write_config(tmp_path, kafka_bootstrap, server, max_per_batch=300)
+    port = free_port()
+    config.write_text(config.read_text() + f"metrics: {{port: {port}, host: 127.0.0.1}}\n")
     stream = StreamProcess(config, tmp_path / "stream.log")
     proc = stream.start()
     wait_for(lambda: stream.batch_lines(), 240, "the first batch")
+    # the process serves its metrics and health while it runs
+    health = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+    assert health.status_code == 200 and health.text.startswith("ok: last batch"), health.text
+    scraped = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    assert re.search(r'^cdc_delta_batches_total\{result="ok"\} [1-9]', scraped, re.M), scraped[:2000]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=180) == 0
     log = stream.log.read_text()

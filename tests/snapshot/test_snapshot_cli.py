@@ -18,6 +18,7 @@ from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.demo.producer import ensure_topics, produce
 from tests.delta_rows import arrow_rows
 from tests.oracle import canonical
+from tests.prom import samples
 from tests.services import ROOT, MariaDB, StreamProcess, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -42,8 +43,10 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_boo
     config = write_config(tmp_path, kafka_bootstrap, server)
     data = yaml.safe_load(config.read_text())
     data["snapshot"] = {"idle_grace_minutes": 1}
+    data["metrics"] = {"textfile_dir": str(tmp_path / "textfiles")}
     config.write_text(yaml.safe_dump(data))
     lake = tmp_path / "lake"
+    prom = tmp_path / "textfiles" / "cdc_delta_snapshot.prom"
 
     # Nothing read yet: the records of every partition wait, so nothing is published (exit 75).
     refused = snapshot(config, "--date", "2026-01-01")
@@ -51,6 +54,8 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_boo
     assert "has not passed the cut-off 2026-01-02T00:00:00+00:00" in refused.stderr
     assert "record(s) not read" in refused.stderr
     assert not (lake / "_cdc_warehouse").exists() and not (lake / "_cdc_snapshots").exists()
+    assert samples(prom.read_text())["cdc_delta_snapshot_exit_code"] == {(): 75}  # for the textfile collector
+    assert "cdc_delta_snapshot_last_success_timestamp_seconds" not in samples(prom.read_text())
 
     assert StreamProcess(config, tmp_path / "stream.log").run_until_caught_up() == 0
     done = snapshot(config, "--date", "2026-01-01")
@@ -67,6 +72,12 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_boo
     )
     assert arrow_rows(table["location"]) == expected
     assert table["rows"] == len(expected) and "STORED AS PARQUET" in table["ddl"]
+    got = samples(prom.read_text())
+    assert got["cdc_delta_snapshot_exit_code"] == {(): 0}
+    assert got["cdc_delta_snapshot_last_success_timestamp_seconds"][()] > time.time() - 600
+    labels = (("table", "inventory.orders"),)
+    assert got["cdc_delta_snapshot_table_rows"] == {labels: table["rows"]}
+    assert got["cdc_delta_snapshot_table_deletes_applied"] == {labels: table["deletes_applied"]}
 
 
 def test_kill_9_during_the_write_leaves_everything_as_it_was(spark, tmp_path: Path) -> None:

@@ -1,0 +1,155 @@
+"""The stream's metrics, fed by each micro-batch's result and by the broker's end offsets.
+
+Counters carry ``table`` labels for the configured tables only (records routed to no table are
+``table="(unrouted)"``), so the series are bounded by the config, not by the data."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from cdc_delta.config import AppConfig
+from cdc_delta.ingest.kafka_offsets import PartitionLag
+from cdc_delta.ingest.results import BatchResult
+
+UNROUTED = "(unrouted)"
+OUTCOMES = ("in", "applied", "dead_lettered", "skipped")
+DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+
+
+class StreamMetrics:
+    """One stream's metrics in a registry of its own (served by :mod:`cdc_delta.metrics.server`)."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.batches = Counter(
+            "cdc_delta_batches", "Micro-batches finished, by result (ok, failed)", ["result"], registry=r
+        )
+        self.events = Counter(
+            "cdc_delta_events",
+            "Kafka records per table and outcome; in = applied + dead_lettered + skipped",
+            ["table", "outcome"],
+            registry=r,
+        )
+        self.duration = Histogram(
+            "cdc_delta_batch_duration_seconds", "Time to apply one micro-batch", buckets=DURATION_BUCKETS, registry=r
+        )
+        self.last_batch_id = Gauge("cdc_delta_last_batch_id", "Id of the last micro-batch applied", registry=r)
+        self.last_batch_end = Gauge(
+            "cdc_delta_last_batch_end_timestamp_seconds", "When the last micro-batch finished (Unix time)", registry=r
+        )
+        self.version = Gauge(
+            "cdc_delta_table_version", "Delta version of the table's last commit", ["table"], registry=r
+        )
+        self.source_ts = Gauge(
+            "cdc_delta_table_source_timestamp_seconds",
+            "Source (binlog) time of the newest change applied to the table (Unix time)",
+            ["table"],
+            registry=r,
+        )
+        self.stopped = Gauge(
+            "cdc_delta_table_stopped", "1 while the table is stopped and its events are parked", ["table"], registry=r
+        )
+        self.started = Gauge("cdc_delta_start_timestamp_seconds", "When the stream started (Unix time)", registry=r)
+        self.started.set(time.time())
+        self.partition_lag = _LagCollector()
+        r.register(self.partition_lag)
+        r.register(_FreshnessCollector(self.source_ts))
+        for table in config.tables:  # every series from the start, so that rate() and absent() work
+            for outcome in OUTCOMES:
+                self.events.labels(table.name, outcome)
+            self.stopped.labels(table.name).set(0)
+        for result in ("ok", "failed"):
+            self.batches.labels(result)
+        self._newest: dict[str, float] = {}
+        self.last_finished = time.monotonic()
+        """Monotonic time of the last finished batch (the start before the first)."""
+
+    def batch_done(self, result: BatchResult) -> None:
+        """Count one applied micro-batch."""
+        self.batches.labels("ok").inc()
+        self.duration.observe(result.duration_s)
+        self.last_batch_id.set(result.batch_id)
+        self.last_batch_end.set(time.time())
+        self.last_finished = time.monotonic()
+        for table, counts in result.table_counts().items():
+            for outcome, n in counts.items():
+                self.events.labels(table or UNROUTED, outcome).inc(n)
+        for t in result.tables:
+            if t.merge is not None and t.merge.version is not None:
+                self.version.labels(t.table).set(t.merge.version)
+            self.stopped.labels(t.table).set(1 if t.parked else 0)
+        for table, ts_ms in result.max_source_ts_ms_by_table.items():
+            newest = self._newest[table] = max(ts_ms / 1000, self._newest.get(table, 0.0))
+            self.source_ts.labels(table).set(newest)
+
+    def batch_failed(self) -> None:
+        self.batches.labels("failed").inc()
+
+    def waiting_records(self) -> int | None:
+        """Records in Kafka the stream has not applied yet (last lag reading), None if unknown."""
+        return self.partition_lag.total()
+
+
+class _LagCollector(Collector):
+    """``cdc_delta_consumer_lag`` per partition: end offset minus the stream's committed position,
+    as last read from the broker (replaced whole, so a scrape never sees half an update)."""
+
+    def __init__(self) -> None:
+        self.lags: list[PartitionLag] | None = None
+        self.read_at: float | None = None
+
+    def update(self, lags: list[PartitionLag]) -> None:
+        self.lags, self.read_at = lags, time.time()
+
+    def total(self) -> int | None:
+        lags = self.lags
+        if lags is None or any(lag.lag is None for lag in lags):
+            return None
+        return sum(lag.lag or 0 for lag in lags)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lags, read_at = self.lags, self.read_at
+        lag = GaugeMetricFamily(
+            "cdc_delta_consumer_lag",
+            "Records in the partition the stream has not applied yet (end offset - committed offset)",
+            labels=["topic", "partition"],
+        )
+        for p in lags or []:
+            if p.lag is not None:
+                lag.add_metric([p.topic, str(p.partition)], p.lag)
+        yield lag
+        if read_at is not None:
+            yield GaugeMetricFamily(
+                "cdc_delta_consumer_lag_read_timestamp_seconds", "When the lag was last read (Unix time)", value=read_at
+            )
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+class _FreshnessCollector(Collector):
+    """``cdc_delta_table_freshness_seconds``: now minus the newest applied change's source time."""
+
+    def __init__(self, source_ts: Gauge) -> None:
+        self.source_ts = source_ts
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        fresh = GaugeMetricFamily(
+            "cdc_delta_table_freshness_seconds",
+            "Seconds since the source time of the newest change applied to the table",
+            labels=["table"],
+        )
+        now = time.time()
+        for metric in self.source_ts.collect():
+            for sample in metric.samples:
+                fresh.add_metric([sample.labels["table"]], max(0.0, now - sample.value))
+        yield fresh
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())

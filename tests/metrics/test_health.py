@@ -1,0 +1,28 @@
+"""When /healthz says the stream is unhealthy, and why."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_delta.metrics.health import judge
+
+RUNNING = dict(active=True, failure=None, trigger_active=False, waiting_records=0, limit_s=60)
+
+
+@pytest.mark.parametrize(
+    ("state", "healthy", "says"),
+    [
+        ({}, True, "ok: last batch 5s ago, 0 records waiting"),
+        ({"since_last_batch_s": 3600}, True, "ok: last batch 3600s ago"),  # idle: nothing to read
+        ({"since_last_batch_s": 3600, "waiting_records": None}, True, "unknown records waiting"),
+        ({"since_last_batch_s": 61, "waiting_records": 12}, False, "no batch finished for 61s (limit 60s) while 12"),
+        ({"since_last_batch_s": 61, "trigger_active": True}, False, "a batch is still running"),
+        ({"since_last_batch_s": 59, "trigger_active": True, "waiting_records": 9}, True, "ok"),
+        ({"active": False}, False, "the streaming query has ended"),
+        ({"active": False, "failure": "KafkaException: boom"}, False, "has ended: KafkaException: boom"),
+    ],
+)
+def test_health(state: dict, healthy: bool, says: str) -> None:
+    health = judge(**{**RUNNING, "since_last_batch_s": 5, **state})
+    assert health.healthy is healthy
+    assert says in health.reason

@@ -1,0 +1,83 @@
+"""The alert rules and the Grafana dashboard name only series that cdc-delta exports."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+from prometheus_client import generate_latest
+
+from cdc_delta.config import parse_config
+from cdc_delta.ingest.kafka_offsets import PartitionLag
+from cdc_delta.ingest.merge import MergeResult
+from cdc_delta.ingest.results import BatchResult, TableResult
+from cdc_delta.maintenance.run import MaintenanceReport, TableReport
+from cdc_delta.metrics.stream import StreamMetrics
+from cdc_delta.metrics.textfile import job_metrics
+from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot
+from tests.prom import samples
+from tests.services import ROOT
+
+MONITORING = ROOT / "streaming" / "monitoring"
+SERIES = re.compile(r"\bcdc_delta_[a-z_]+\b")
+
+
+def exported(tmp_path: Path) -> set[str]:
+    """Every sample name the stream's endpoint and the jobs' textfiles can hold."""
+    config = parse_config(
+        {
+            "app_id": "t",
+            "storage": {"root": str(tmp_path / "lake")},
+            "tables": [{"name": "db.t", "topics": ["t"], "key": ["id"]}],
+            "metrics": {"textfile_dir": str(tmp_path / "prom")},
+        }
+    )
+    metrics = StreamMetrics(config)
+    metrics.partition_lag.update([PartitionLag("t", 0, end=10, committed=7)])
+    metrics.batch_done(
+        BatchResult(
+            1,
+            rows_in=1,
+            applied=1,
+            tables=(TableResult("db.t", 1, MergeResult("db.t", version=3)),),
+            status_by_table={"db.t": {"ok": 1}},
+            max_source_ts_ms_by_table={"db.t": 1},
+        )
+    )
+    names = set(samples(generate_latest(metrics.registry).decode()))
+    snapshot = SnapshotReport(
+        "2026-01-01",
+        "r",
+        "c",
+        1,
+        {},
+        [],
+        [TableSnapshot("db.t", "ods.t", "/x", "none", 3, 1, 0, 1, 0, 0, source_count=1, count_difference=0)],
+    )
+    for job, report in (("maintenance", MaintenanceReport("x", [TableReport("db.t")])), ("snapshot", snapshot)):
+        with job_metrics(config, job) as run:
+            run.report, run.exit_code = report, 0
+        names |= set(samples((tmp_path / "prom" / f"cdc_delta_{job}.prom").read_text()))
+    return names
+
+
+def test_alert_rules_are_complete_and_name_real_series(tmp_path: Path) -> None:
+    rules = yaml.safe_load((MONITORING / "prometheus-alerts.yaml").read_text())
+    alerts = [rule for group in rules["groups"] for rule in group["rules"]]
+    assert len({a["alert"] for a in alerts}) == len(alerts) >= 10
+    for rule in alerts:
+        assert rule["expr"] and rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
+        assert rule["annotations"]["summary"], rule["alert"]
+    used = {name for rule in alerts for name in SERIES.findall(rule["expr"])}
+    assert used - exported(tmp_path) == set()
+    assert {"cdc_delta_table_stopped", "cdc_delta_snapshot_last_success_timestamp_seconds"} <= used
+
+
+def test_dashboard_panels_name_real_series(tmp_path: Path) -> None:
+    dashboard = json.loads((MONITORING / "grafana-dashboard.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    used = {name for expr in exprs for name in SERIES.findall(expr)}
+    assert used and used - exported(tmp_path) == set()
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
