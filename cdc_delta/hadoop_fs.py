@@ -38,3 +38,8 @@ def delete(spark: SparkSession, location: str) -> bool:
 def same_location(a: str | None, b: str | None) -> bool:
     """Whether two qualified locations name the same folder (a trailing slash aside)."""
     return a is not None and b is not None and a.rstrip("/") == b.rstrip("/")
+
+
+def exists(spark: SparkSession, location: str) -> bool:
+    fs, path = _fs(spark, location)
+    return bool(fs.exists(path))

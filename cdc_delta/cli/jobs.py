@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cdc_delta.cli.common import add_config_argument, spark_for
-from cdc_delta.config import load_config
+from cdc_delta.cli.common import add_config_argument, logger, spark_for
+from cdc_delta.config import AppConfig, load_config
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.metrics.textfile import job_metrics
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdc_delta.maintenance.live_tables import LiveTable
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
+    from cdc_delta.maintenance.live_tables import register
     from cdc_delta.maintenance.run import run_maintenance
 
     config = load_config(args.config)
     with job_metrics(config, "maintenance") as run:
+        spark = _hive_session(config) if config.live_tables.enabled else spark_for(config)
         try:
-            report = run.report = run_maintenance(spark_for(config), config, wait_s=args.wait)
+            report = run.report = run_maintenance(spark, config, wait_s=args.wait)
         except LockHeld as exc:  # an overlapping scheduled run is not a failure: the running one does the work
             print(f"cdc-delta maintain: {exc}")
             run.exit_code = 0
             return 0
+        if config.live_tables.enabled:  # columns the stream added or widened since the last run
+            _print_registered(register(spark, config))
         run.exit_code = 0
     for t in report.tables:
         if t.skipped:
@@ -48,10 +57,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
     from cdc_delta.exceptions import NotReady
     from cdc_delta.lock import LockHeld
-    from cdc_delta.snapshot.hive_publish import metastore_conf
     from cdc_delta.snapshot.positions import kafka_positions_of
     from cdc_delta.snapshot.run import run_snapshot
-    from cdc_delta.spark_session import build_session
 
     config = load_config(args.config)
     if args.date:
@@ -62,7 +69,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     else:
         day = dt.datetime.now(zoneinfo.ZoneInfo(config.snapshot.time_zone)).date() - dt.timedelta(days=1)
     positions = (lambda: None) if args.skip_kafka_check else kafka_positions_of(config)
-    spark = build_session(config.spark, metastore_conf(config))
+    spark = _hive_session(config)
     with job_metrics(config, "snapshot") as run:
         try:
             report = run.report = run_snapshot(
@@ -83,6 +90,40 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         )
     print(f"snapshot {report.date} published at stream batch {report.batch_id} in {report.duration_s}s")
     return 0
+
+
+def cmd_live_tables(args: argparse.Namespace) -> int:
+    from cdc_delta.maintenance.live_tables import live_tables, register
+
+    config = load_config(args.config)
+    if not args.register:
+        if not config.live_tables.enabled:
+            logger.warning(
+                "live_tables.enabled is off: the stream does not keep the manifests current; the DDL is for reference"
+            )
+        for live in live_tables(spark_for(config), config):
+            print(f"-- {live.table}\n{live.table_ddl};\n{live.view_ddl};\n")
+        return 0
+    if not config.live_tables.enabled:
+        raise CdcDeltaError(
+            "live_tables.enabled is off: set it to true and restart the stream, which then keeps each table's "
+            "symlink manifest current, before registering the live tables"
+        )
+    _print_registered(register(_hive_session(config), config))
+    return 0
+
+
+def _print_registered(tables: list[LiveTable]) -> None:
+    for live in tables:
+        print(f"{live.table}: Hive table {live.hive_table}, view {live.view} ({live.action})")
+
+
+def _hive_session(config: AppConfig) -> SparkSession:
+    """A Spark session with the snapshot's metastore (Hive support)."""
+    from cdc_delta.snapshot.hive_publish import metastore_conf
+    from cdc_delta.spark_session import build_session
+
+    return build_session(config.spark, metastore_conf(config))
 
 
 def add_commands(sub: Any) -> None:
@@ -121,3 +162,19 @@ def add_commands(sub: Any) -> None:
         help="judge readiness from the Delta commits alone, without asking Kafka (quiet partitions never pass)",
     )
     snapshot.set_defaults(func=cmd_snapshot)
+
+    live = sub.add_parser(
+        "live-tables",
+        help="Hive tables over the live Delta tables for Presto/Trino/Athena: print their DDL, or --register them",
+        description=(
+            "Per replicated table db.name: the external table <live_tables.database>.<name>_all over the Delta "
+            "table's symlink manifest (every row, soft-deleted included) and the view <live_tables.database>.<name> "
+            "of its live rows. Without --register, print the DDL (to run in your own metastore); with it, create "
+            "them in the snapshot's metastore, re-creating those whose Delta columns changed (the hourly "
+            "maintenance does the same). Needs live_tables.enabled: the stream then has Delta rewrite each "
+            "table's manifest after every commit."
+        ),
+    )
+    add_config_argument(live)
+    live.add_argument("--register", action="store_true", help="create or update them in the metastore")
+    live.set_defaults(func=cmd_live_tables)

@@ -12,6 +12,7 @@ from cdc_delta.config.app import AppConfig, KafkaConfig, SparkConfig, StorageCon
 from cdc_delta.config.common import is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
@@ -24,6 +25,7 @@ __all__ = [
     "ConnectConfig",
     "SchemaRegistryConfig",
     "KafkaConfig",
+    "LiveTablesConfig",
     "MaintenanceConfig",
     "MetricsConfig",
     "SnapshotConfig",

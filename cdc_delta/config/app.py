@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from cdc_delta.config.common import Frozen, absolute, check_regex
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.tables import TableConfig
@@ -122,6 +123,8 @@ class AppConfig(Frozen):
     schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig)
     """Where ``kafka.value_format: avro`` reads its schemas."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    live_tables: LiveTablesConfig = Field(default_factory=LiveTablesConfig)
+    """Hive/Presto/Trino tables over the live Delta tables (symlink manifests)."""
     """Prometheus metrics and health of the stream; metrics files of the jobs."""
     merge_concurrency: int = Field(default=4, ge=1)
     """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
@@ -167,6 +170,13 @@ class AppConfig(Frozen):
             )
         if self.snapshot.tables and self.hive_name_clashes():
             raise ValueError(self.hive_name_clashes())
+        if self.live_tables.enabled:
+            clashes = _short_name_clashes(self.tables)
+            if clashes:
+                raise ValueError(
+                    f"live_tables: tables would share Hive names {self.live_tables.database}.{clashes}: the live "
+                    "tables are named by the table name without its database; rename the logical tables"
+                )
         return self
 
     def hive_name_clashes(self) -> str | None:
@@ -174,8 +184,7 @@ class AppConfig(Frozen):
 
         Tables that share a name in different databases (inventory.items, archive.items) replicate
         fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
-        short = [t.name.split(".")[-1] for t in self.snapshot_tables()]
-        clashes = sorted({n for n in short if short.count(n) > 1})
+        clashes = _short_name_clashes(self.snapshot_tables())
         if not clashes:
             return None
         return (
@@ -198,3 +207,9 @@ class AppConfig(Frozen):
             if table.name == name:
                 return table
         raise ConfigError(f"no table named {name!r} in the config; known: {[t.name for t in self.tables]}")
+
+
+def _short_name_clashes(tables: list[TableConfig]) -> list[str]:
+    """Table names (without their database) that more than one of ``tables`` has."""
+    short = [t.name.split(".")[-1] for t in tables]
+    return sorted({n for n in short if short.count(n) > 1})

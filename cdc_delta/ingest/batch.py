@@ -28,7 +28,14 @@ from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.ingest.decode import decoder_for
 from cdc_delta.ingest.decoded import field, is_dead, is_row_event
 from cdc_delta.ingest.dedupe import latest_per_key
-from cdc_delta.ingest.delta_tables import TableState, apply_schema_plan, create_table, mark_stopped, table_state
+from cdc_delta.ingest.delta_tables import (
+    TableState,
+    apply_schema_plan,
+    create_table,
+    enable_manifest,
+    mark_stopped,
+    table_state,
+)
 from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows
 from cdc_delta.ingest.results import BatchResult, TableResult
 from cdc_delta.ingest.rows import typed_rows
@@ -96,6 +103,7 @@ class BatchProcessor:
         # the first batch after a start is checked against the table's commit history.
         self._last_batch: dict[str, int] = {}
         self._lock_file = _maintenance_lock(config)
+        self._manifest = config.live_tables.enabled
         self._workers: TableWorkers | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
         self._decode = decoder_for(config, self.plan)
@@ -163,6 +171,8 @@ class BatchProcessor:
             return TableResult(work.name, work.events, parked=work.events, error=plan)
         if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
             wait_while_held(hold_path(self._lock_file, work.name), work.name)
+        if state.exists and self._manifest and not state.manifest:  # a table from before live_tables.enabled
+            enable_manifest(spark, path)
         state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
         merge = self._merge(ctx, work, path, state, spark) if work.descriptors else MergeResult(work.name)
         truncated = self._truncate(ctx, work, path, spark)
@@ -174,11 +184,11 @@ class BatchProcessor:
         """Create the table, or add and widen its columns; columns added at the source with a default
         get it on the rows that predate them (recorded first, so that a crash is finished on restart)."""
         if not state.exists:
-            create_table(spark, path, plan.columns)
+            create_table(spark, path, plan.columns, self._manifest)
             created = column_defaults.added_defaults(plan, work.descriptors, filled=True)  # no older rows
             if created:
                 column_defaults.save(spark, path, created)
-            return TableState(True, plan.columns, defaults=created)
+            return TableState(True, plan.columns, defaults=created, manifest=self._manifest)
         added = column_defaults.added_defaults(plan, work.descriptors, filled=False)
         defaults = {**state.defaults, **added}
         if added:
@@ -186,7 +196,7 @@ class BatchProcessor:
         if plan.changed:
             apply_schema_plan(spark, path, plan, self.config.type_widening)
         defaults = column_defaults.finish(spark, path, dict(plan.columns), defaults)
-        return TableState(True, plan.columns, defaults=defaults)
+        return TableState(True, plan.columns, defaults=defaults, manifest=self._manifest)
 
     def _plan_schema(self, spark: SparkSession, work: _TableWork, path: str, state: TableState) -> SchemaPlan | str:
         """The table's columns after this batch, or why the table is (now) stopped."""
@@ -200,7 +210,7 @@ class BatchProcessor:
         except SchemaChangeError as exc:
             logger.error("%s", exc)
             if not state.exists:
-                create_table(spark, path, ())
+                create_table(spark, path, (), self._manifest)
             mark_stopped(spark, path, str(exc))
             self._states[path] = TableState(True, state.business, stopped=True, stopped_reason=str(exc))
             return str(exc)

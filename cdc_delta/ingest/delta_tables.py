@@ -22,6 +22,8 @@ STOPPED_PROPERTY = "cdc_delta.stopped"
 STOPPED_REASON_PROPERTY = "cdc_delta.stopped_reason"
 """Why the table stopped, for the reason of every event parked after."""
 TYPE_WIDENING_PROPERTY = "delta.enableTypeWidening"
+MANIFEST_PROPERTY = "delta.compatibility.symlinkFormatManifest.enabled"
+"""With it, Delta rewrites the table's symlink manifest after each commit (``live_tables.enabled``)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class TableState:
     stopped_reason: str = ""
     defaults: dict[str, ColumnDefault] = field(default_factory=dict)
     """Columns the source added with a default (see :mod:`cdc_delta.ingest.column_defaults`)."""
+    manifest: bool = False
+    """Delta keeps the table's symlink manifest current (:data:`MANIFEST_PROPERTY`)."""
 
 
 def table_state(spark: SparkSession, path: str) -> TableState:
@@ -47,7 +51,8 @@ def table_state(spark: SparkSession, path: str) -> TableState:
     properties = properties or {}
     stopped = properties.get(STOPPED_PROPERTY) == "true"
     reason = properties.get(STOPPED_REASON_PROPERTY, "")
-    return TableState(True, business, stopped, reason, column_defaults.from_properties(properties))
+    defaults = column_defaults.from_properties(properties)
+    return TableState(True, business, stopped, reason, defaults, properties.get(MANIFEST_PROPERTY) == "true")
 
 
 def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
@@ -59,9 +64,13 @@ def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
     return schema
 
 
-def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...]) -> None:
-    """Create the Delta table at ``path`` (no-op when a concurrent writer created it first)."""
-    DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business)).execute()
+def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...], manifest: bool = False) -> None:
+    """Create the Delta table at ``path`` (no-op when a concurrent writer created it first), with
+    Delta keeping its symlink manifest current when ``manifest``."""
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business))
+    if manifest:
+        builder = builder.property(MANIFEST_PROPERTY, "true")
+    builder.execute()
     logger.info("created Delta table %s with %d business columns", path, len(business))
 
 
@@ -94,6 +103,12 @@ def _rewrite_widened(spark: SparkSession, path: str, widened: tuple[tuple[str, s
     rows = spark.read.format("delta").load(path)
     casts = {name: F.col(C.quote(name)).cast(new) for name, _, new in widened}
     rows.withColumns(casts).write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+
+
+def enable_manifest(spark: SparkSession, path: str) -> None:
+    """Have Delta write the table's symlink manifest now and after every later commit."""
+    spark.sql(f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES ('{MANIFEST_PROPERTY}' = 'true')")
+    logger.info("table %s: symlink manifest enabled (live_tables.enabled)", path)
 
 
 def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
