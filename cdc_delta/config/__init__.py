@@ -16,12 +16,14 @@ from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
+from cdc_delta.config.source import CheckConfig, SourceConfig
 from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
 
 __all__ = [
     "DELTA_MIN_RETENTION_HOURS",
     "ENV_PREFIX",
     "AppConfig",
+    "CheckConfig",
     "ConnectConfig",
     "SchemaRegistryConfig",
     "KafkaConfig",
@@ -29,6 +31,7 @@ __all__ = [
     "MaintenanceConfig",
     "MetricsConfig",
     "SnapshotConfig",
+    "SourceConfig",
     "SourceCountJdbc",
     "SparkConfig",
     "StockExportConfig",

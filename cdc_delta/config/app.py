@@ -13,6 +13,7 @@ from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
+from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
 from cdc_delta.exceptions import ConfigError
 
@@ -124,6 +125,8 @@ class AppConfig(Frozen):
     """Where ``kafka.value_format: avro`` reads its schemas."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     live_tables: LiveTablesConfig = Field(default_factory=LiveTablesConfig)
+    source: SourceConfig = Field(default_factory=SourceConfig)
+    """The source database ``cdc-delta check`` compares the tables with."""
     """Hive/Presto/Trino tables over the live Delta tables (symlink manifests)."""
     """Prometheus metrics and health of the stream; metrics files of the jobs."""
     merge_concurrency: int = Field(default=4, ge=1)

@@ -111,6 +111,9 @@ class TableConfig(Frozen):
     source_count_path: str | None = None
     """A file holding the source table's row count at the cut-off (one integer), written by the export
     job; ``{date}`` is replaced by the snapshot date. The snapshot report compares its count with it."""
+    check_source: str | None = None
+    """The source table ``cdc-delta check`` compares this table with, ``db.table``; default the
+    logical name (tables whose key includes the shard are not checked)."""
     source_count_jdbc: SourceCountJdbc | None = None
     """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
     the difference then includes the changes since the cut-off)."""
@@ -149,6 +152,8 @@ class TableConfig(Frozen):
         check_regex(self.source_table, "source_table")
         if not (self.topics or self.topic_pattern or self.source_table):
             raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
+        if self.check_source is not None and not re.fullmatch(r"[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+", self.check_source):
+            raise ValueError(f"table {self.name!r}: check_source {self.check_source!r} must be db.table")
         if self.source_count_path and self.source_count_jdbc:
             raise ValueError(f"table {self.name!r}: set source_count_path or source_count_jdbc, not both")
         if self.stock is not None:

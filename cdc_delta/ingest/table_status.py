@@ -40,7 +40,7 @@ def delta_rs_uri(path: str) -> str:
     return path
 
 
-def _open(path: str) -> Any:
+def open_delta_rs(path: str) -> Any:
     """The table at ``path`` with delta-rs, or None where there is no Delta table."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
@@ -62,7 +62,7 @@ def table_status(config: AppConfig) -> list[TableStatus]:
 def _one(config: AppConfig, name: str, path: str) -> TableStatus:
     import pyarrow.compute as pc
 
-    table = _open(path)
+    table = open_delta_rs(path)
     if table is None:
         return TableStatus(name)
     history = table.history(HISTORY_DEPTH)
@@ -114,5 +114,5 @@ def delta_positions(tables: list[TableStatus]) -> dict[tuple[str, int], int]:
 
 
 def dead_letter_count(config: AppConfig) -> int:
-    table = _open(config.storage.dead_letters)
+    table = open_delta_rs(config.storage.dead_letters)
     return 0 if table is None else table.to_pyarrow_dataset().count_rows()

@@ -128,3 +128,35 @@ def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path
     (line,) = run.stderr.splitlines()
     assert line.startswith(f"cdc-delta: error: cannot serve metrics on 127.0.0.1:{port} (Address already in use)")
     assert not (tmp_path / "lake").exists()
+
+
+def test_an_unreachable_source_database_is_one_line_naming_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.services import free_port
+
+    port = free_port()
+    config = tmp_path / "cdc.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "app_id": "nosource",
+                "source": {"host": "127.0.0.1", "port": port, "user": "cdc", "connect_timeout_seconds": 3},
+                "storage": {"root": str(tmp_path / "lake")},
+                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
+            }
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "check", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"cdc-delta: error: cannot connect to the source database cdc@127.0.0.1:{port} (")
+    assert line.endswith("is the database running? Check source.host and source.port")

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from prometheus_client import generate_latest
 
+from cdc_delta.check.run import CheckReport, TableCheck
 from cdc_delta.config import parse_config
 from cdc_delta.ingest.kafka_offsets import PartitionLag
 from cdc_delta.ingest.merge import MergeResult
@@ -56,7 +57,9 @@ def exported(tmp_path: Path) -> set[str]:
         [],
         [TableSnapshot("db.t", "ods.t", "/x", "none", 3, 1, 0, 1, 0, 0, source_count=1, count_difference=0)],
     )
-    for job, report in (("maintenance", MaintenanceReport("x", [TableReport("db.t")])), ("snapshot", snapshot)):
+    check = CheckReport("x", [TableCheck("db.t", "db.t", "failed", source_rows=2, delta_rows=1, difference=-1)], 1.0)
+    jobs = (("maintenance", MaintenanceReport("x", [TableReport("db.t")])), ("snapshot", snapshot), ("check", check))
+    for job, report in jobs:
         with job_metrics(config, job) as run:
             run.report, run.exit_code = report, 0
         names |= set(samples((tmp_path / "prom" / f"cdc_delta_{job}.prom").read_text()))

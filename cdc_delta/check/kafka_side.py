@@ -1,0 +1,122 @@
+"""Kafka's side of a probe: which records the stream must have applied before Delta is compared, whether
+it has, and the newest row event of each of the table's partitions."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.events.envelope import OK, Decoded, DecodePlan, decode_record
+from cdc_delta.ingest.kafka_offsets import partition_lag
+
+Partition = tuple[str, int]
+
+
+def _subscription(config: AppConfig, table: TableConfig) -> tuple[list[str], str | None]:
+    """The table's own topics (or pattern, anchored: the router matches whole names), else the stream's."""
+    if table.topics:
+        return list(table.topics), None
+    if table.topic_pattern:
+        return [], f"^(?:{table.topic_pattern})$"
+    return list(config.kafka.topics), config.kafka.topic_pattern
+
+
+def end_offsets(config: AppConfig, table: TableConfig) -> dict[Partition, int]:
+    topics, pattern = _subscription(config, table)
+    lags = partition_lag(config.kafka.bootstrap_servers, config.app_id, topics, pattern)
+    return {(p.topic, p.partition): p.end for p in lags}
+
+
+def wait_applied(config: AppConfig, table: TableConfig, ends: dict[Partition, int], wait_s: float) -> int:
+    """Wait until the stream's consumer group is at or past ``ends`` on every partition (the stream
+    commits its position there after each batch). Returns the records still short of them (0: done)."""
+    topics, pattern = _subscription(config, table)
+    deadline = time.monotonic() + wait_s
+    while True:
+        lags = partition_lag(config.kafka.bootstrap_servers, config.app_id, topics, pattern)
+        done = {(p.topic, p.partition): p.committed or 0 for p in lags}
+        short = sum(max(0, end - done.get(tp, 0)) for tp, end in ends.items())
+        if short == 0 or time.monotonic() >= deadline:
+            return short
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+
+
+@dataclass(frozen=True)
+class NewestEvent:
+    """The newest row event of one partition for the table, below the end offset the stream passed."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: dict[str, Any]
+
+
+def newest_events(
+    config: AppConfig, table: TableConfig, ends: dict[Partition, int], look_back: int = 20
+) -> list[NewestEvent]:
+    """Per partition, the newest of its last ``look_back`` records that is a row event of ``table``."""
+    plan = DecodePlan.from_config(config)
+    decode = _decoder(config, plan)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.kafka.bootstrap_servers,
+            "group.id": f"{config.app_id}-check",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    out = []
+    try:
+        for (topic, partition), end in sorted(ends.items()):
+            if end <= 0:
+                continue
+            start = max(0, end - look_back)
+            consumer.assign([TopicPartition(topic, partition, start)])
+            newest: NewestEvent | None = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                msg = consumer.poll(1)
+                if msg is None or msg.error() is not None:
+                    continue
+                offset = int(msg.offset() or 0)
+                if offset >= end:
+                    break
+                decoded = decode(topic, partition, offset, msg.value())
+                if decoded.status == OK and decoded.table == table.name and decoded.row_json:
+                    values = json.loads(decoded.row_json)
+                    newest = NewestEvent(topic, partition, offset, {k: values[k] for k in table.key})
+                if offset == end - 1:
+                    break
+            if newest is not None:
+                out.append(newest)
+    finally:
+        consumer.close()
+    return out
+
+
+def _decoder(config: AppConfig, plan: DecodePlan) -> Any:
+    """``decode(topic, partition, offset, value) -> Decoded`` for the stream's value format."""
+    if config.kafka.value_format == "json":
+        return lambda topic, partition, offset, value: decode_record(topic, partition, offset, value, plan)
+    from cdc_delta.events.avro import AvroEnvelope, decode_avro, schema_id
+    from cdc_delta.ingest.schema_registry import AvroSchemas
+
+    schemas = AvroSchemas(config.schema_registry, config.kafka.unescape_field_names)
+
+    def decode(topic: str, partition: int, offset: int, value: bytes | None) -> Decoded:
+        found = schema_id(value) if value is not None else None
+        envelopes: dict[int, AvroEnvelope | str] = {}
+        if found is not None:
+            reasons = schemas.read([found])
+            text = schemas.texts.get(found)
+            envelopes[found] = (
+                AvroEnvelope.from_text(found, text, config.kafka.unescape_field_names) if text else reasons[found]
+            )
+        return decode_avro(topic, partition, offset, value, envelopes, plan)
+
+    return decode
