@@ -114,6 +114,11 @@ EXPECTED_WARNINGS = {
     "org.apache.spark.sql.catalyst.util.SparkStringUtils": "a long plan's text is truncated",
     "org.apache.spark.sql.delta.commands.UpdateCommand": "no file statistics to check an UPDATE's count",
     "org.apache.spark.scheduler.FairSchedulableBuilder": "table workers' scheduler pools are made on first use",
+    # A broker that cannot be reached: a warning a second and stack traces per retry; the stream's
+    # own watch (cdc_delta.ingest.broker_watch) says it in one line instead.
+    "org.apache.kafka.clients.NetworkClient": "a broker that cannot be reached, once a second",
+    "org.apache.spark.sql.kafka010.KafkaOffsetReaderAdmin": "retries of an unreachable broker, with traces",
+    "org.apache.spark.scheduler.DAGScheduler": "a stopped query's job group had no job left to cancel",
 }
 
 

@@ -135,10 +135,11 @@ def _print_registered(tables: list[LiveTable]) -> None:
 
 
 def _hive_session(config: AppConfig) -> SparkSession:
-    """A Spark session with the snapshot's metastore (Hive support)."""
-    from cdc_delta.snapshot.hive_publish import metastore_conf
+    """A Spark session with the snapshot's metastore (Hive support), once the metastore answers."""
+    from cdc_delta.snapshot.hive_publish import check_metastore, metastore_conf
     from cdc_delta.spark_session import build_session
 
+    check_metastore(config)
     return build_session(config.spark, metastore_conf(config))
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 
 from cdc_delta import __version__
 from cdc_delta.cli import connectors, demo, jobs, stream
@@ -50,15 +53,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Stopped(BaseException):
+    """A stop signal (SIGTERM, SIGINT) outside the stream, which handles its own: the command ends at
+    once with one line. A BaseException, so that no ``except Exception`` on the way (py4j's) turns it
+    into an error of its own."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
+    main_thread = threading.current_thread() is threading.main_thread()  # signals go to the main thread only
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
     try:
         return int(args.func(args))
     except CdcDeltaError as exc:
         logger.debug("failed", exc_info=True)
         print(f"cdc-delta: error: {exc}", file=sys.stderr)
         return 2
+    except Stopped as stopped:
+        print(f"cdc-delta: stopped by {stopped}", file=sys.stderr)
+        return 128 + stopped.signum
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -24,22 +24,31 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
         metrics = StreamMetrics(config)
         server = MetricsServer(config, metrics)  # takes the port now: one in use fails before Spark starts
-    kafka = config.kafka
+    stop = GracefulStop()
+    stop.install()
+    kafka, watch = config.kafka, None
     if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
+        from cdc_delta.ingest.broker_watch import BrokerWatch
         from cdc_delta.ingest.kafka_offsets import check_reachable
 
         # Before Spark starts: its Kafka client would retry an unreachable broker for minutes, in traces.
-        check_reachable(kafka.bootstrap_servers, config.app_id, kafka.startup_timeout_seconds)
-    stop = GracefulStop()
-    stop.install()
+        if not check_reachable(kafka.bootstrap_servers, config.app_id, kafka.startup_timeout_seconds, stop.requested):
+            print("cdc-delta: stopped on request before the stream started")
+            return 0
+        watch = BrokerWatch(
+            kafka.bootstrap_servers, config.app_id, kafka.unreachable_timeout_seconds, stop=stop.requested
+        )
     spark = spark_for(config)
+    if stop.requested.is_set():
+        print("cdc-delta: stopped on request before the stream started")
+        return 0
     query = start_stream(
         spark, config, available_now=args.until_caught_up, stop_requested=stop.requested, metrics=metrics
     )
     if server is not None:
         server.start(query)
     try:
-        run_until_stopped(query, stop)
+        run_until_stopped(query, stop, watch=watch)
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
         print(

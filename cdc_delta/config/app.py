@@ -48,6 +48,11 @@ class KafkaConfig(Frozen):
     """How long the stream waits at start for a broker to answer; then it exits 2 naming
     ``bootstrap_servers``. Checked for PLAINTEXT brokers only: with ``kafka.security.protocol`` set in
     ``options``, Spark's Kafka client is the first to connect."""
+    unreachable_timeout_seconds: float = Field(default=300, ge=0)
+    """While the stream runs, it asks the brokers every 15 s; when they stop answering it says so in
+    one line (again once a minute), and after this long it stops and exits 2 naming
+    ``bootstrap_servers`` (to be restarted by its supervisor). 0: keep waiting. PLAINTEXT brokers only,
+    like ``startup_timeout_seconds``."""
     options: dict[str, str] = Field(default_factory=dict)
     """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
     stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.ingest.stream.SOURCE_DEFAULTS`)."""

@@ -61,6 +61,9 @@ class SnapshotConfig(Frozen):
     metastore_uri: str | None = None
     """Thrift URI of the Hive metastore (production); unset: an embedded Derby metastore in
     ``metastore_dir`` (one process at a time)."""
+    metastore_timeout_seconds: float = Field(default=30, gt=0)
+    """How long a job waits for the thrift metastore to accept a connection before it exits 2 naming
+    ``metastore_uri`` (Hive's client would otherwise retry with stack traces)."""
     metastore_dir: str | None = None
     """Folder of the embedded Derby metastore; default ``<storage.root>/_cdc_metastore``."""
     warehouse_dir: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass
 
@@ -94,16 +95,26 @@ def partition_lag(
     raise AssertionError("unreachable")
 
 
-def check_reachable(bootstrap: str, group: str, timeout_s: float) -> None:
-    """Raise :class:`KafkaUnavailable` naming ``bootstrap`` when no broker answers within ``timeout_s``."""
+def check_reachable(bootstrap: str, group: str, timeout_s: float, stop: threading.Event | None = None) -> bool:
+    """Raise :class:`KafkaUnavailable` naming ``bootstrap`` when no broker answers within ``timeout_s``.
+
+    Asks in one-second tries, so that a stop signal is handled between them: returns False as soon as
+    ``stop`` is set (True once a broker answered)."""
     consumer = _consumer(bootstrap, group)
+    deadline = time.monotonic() + timeout_s
     try:
-        consumer.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise KafkaUnavailable(
-            f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker running? "
-            "Check kafka.bootstrap_servers"
-        ) from None
+        while True:
+            try:
+                consumer.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                return True
+            except KafkaException as exc:
+                if stop is not None and stop.is_set():
+                    return False
+                if time.monotonic() >= deadline:
+                    raise KafkaUnavailable(
+                        f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker "
+                        "running? Check kafka.bootstrap_servers"
+                    ) from None
     finally:
         consumer.close()
 

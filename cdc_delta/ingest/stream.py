@@ -19,11 +19,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.config import AppConfig
-from cdc_delta.exceptions import ConfigError
+from cdc_delta.exceptions import ConfigError, KafkaUnavailable
 from cdc_delta.ingest.batch import BatchProcessor
 from cdc_delta.ingest.kafka_offsets import commit_group_offsets
 
 if TYPE_CHECKING:
+    from cdc_delta.ingest.broker_watch import BrokerWatch
     from cdc_delta.metrics.stream import StreamMetrics
 
 logger = logging.getLogger(__name__)
@@ -153,16 +154,27 @@ class GracefulStop:
             logger.warning("%s again: stopping now; the interrupted batch is replayed on restart", name)
 
 
-def run_until_stopped(query: StreamingQuery, stop: GracefulStop, poll_s: int = 1) -> None:
+def run_until_stopped(
+    query: StreamingQuery, stop: GracefulStop, poll_s: int = 1, watch: BrokerWatch | None = None
+) -> None:
     """Wait for the query to end by itself (an error, or caught up) or for a stop request.
 
     After the first signal the running batch finishes and the next one is refused; while no batch
-    runs the query is stopped at once. After a second signal it is stopped at once regardless."""
+    is being applied (none runs, or Spark is still asking Kafka for offsets) the query is stopped at
+    once. After a second signal it is stopped at once regardless. ``watch`` asks the brokers as it
+    goes; once it gives up (:class:`~cdc_delta.exceptions.KafkaUnavailable`) the query is stopped and
+    the error raised."""
     while query.isActive:
-        if stop.requested.is_set() and (stop.signals > 1 or not query.status.get("isTriggerActive")):
+        if stop.requested.is_set() and (stop.signals > 1 or not _applying(query, watch)):
             query.stop()
             logger.info("stream stopped on request")
             return
+        if watch is not None:
+            try:
+                watch.poll()
+            except KafkaUnavailable:
+                query.stop()
+                raise
         try:
             query.awaitTermination(poll_s)
         except StreamingQueryException as exc:
@@ -171,6 +183,14 @@ def run_until_stopped(query: StreamingQuery, stop: GracefulStop, poll_s: int = 1
     failure = query.exception()
     if failure is not None:
         _raise_unless_requested(failure, stop)
+
+
+def _applying(query: StreamingQuery, watch: BrokerWatch | None) -> bool:
+    """Whether a batch is being applied now (a stop then waits for it to finish)."""
+    if watch is not None and watch.down_since is not None:
+        return False  # waiting on a broker that is gone: nothing is being applied
+    status = query.status
+    return bool(status.get("isTriggerActive")) and not str(status.get("message", "")).startswith("Getting offsets")
 
 
 def _raise_unless_requested(exc: StreamingQueryException, stop: GracefulStop) -> None:

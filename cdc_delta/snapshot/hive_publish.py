@@ -9,7 +9,10 @@ Files are Parquet in Hive's legacy encoding (decimals as fixed-length bytes, tim
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import socket
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
@@ -47,6 +50,34 @@ def metastore_conf(config: AppConfig) -> dict[str, str]:
         )
         conf["spark.driver.extraJavaOptions"] = f"-Dderby.stream.error.file={folder}/derby.log"
     return conf
+
+
+def check_metastore(config: AppConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    """Raise :class:`SnapshotError` naming ``snapshot.metastore_uri`` when none of its thrift servers
+    accepts a connection within ``snapshot.metastore_timeout_seconds`` (no-op for the embedded Derby)."""
+    uris = config.snapshot.metastore_uri
+    if not uris:
+        return
+    timeout = config.snapshot.metastore_timeout_seconds
+    deadline = clock() + timeout
+    servers = []
+    for uri in uris.split(","):
+        parsed = urllib.parse.urlsplit(uri.strip())
+        servers.append((parsed.hostname or "localhost", parsed.port or 9083))
+    last: OSError | None = None
+    while True:
+        for host, port in servers:
+            try:
+                socket.create_connection((host, port), timeout=min(5.0, timeout)).close()
+                return
+            except OSError as exc:
+                last = exc
+        if clock() >= deadline:
+            raise SnapshotError(
+                f"cannot reach the Hive metastore at {uris} within {timeout:g}s ({last}): is it running? "
+                "Check snapshot.metastore_uri"
+            )
+        time.sleep(1)
 
 
 def warehouse_dir(config: AppConfig) -> str:

@@ -160,3 +160,101 @@ def test_an_unreachable_source_database_is_one_line_naming_it(tmp_path: Path) ->
     (line,) = run.stderr.splitlines()
     assert line.startswith(f"cdc-delta: error: cannot connect to the source database cdc@127.0.0.1:{port} (")
     assert line.endswith("is the database running? Check source.host and source.port")
+
+
+def test_sigterm_while_the_stream_waits_for_a_broker_ends_cleanly(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    from tests.services import free_port
+
+    config = tmp_path / "cdc.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "app_id": "waiting",
+                "kafka": {"bootstrap_servers": f"127.0.0.1:{free_port()}", "startup_timeout_seconds": 120},
+                "storage": {"root": str(tmp_path / "lake")},
+                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
+            }
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.strip() == "cdc-delta: stopped on request before the stream started"
+    assert "Traceback" not in err and "stopping after the current batch" in err
+
+
+def _nowhere_config(tmp_path: Path, **sections: object) -> Path:
+    import yaml
+
+    config = tmp_path / "cdc.yaml"
+    data = {
+        "app_id": "nowhere",
+        "storage": {"root": str(tmp_path / "lake")},
+        "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
+        **sections,
+    }
+    config.write_text(yaml.safe_dump(data))
+    return config
+
+
+def test_an_unreachable_connect_worker_and_metastore_are_one_line_naming_them(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.services import free_port
+
+    port = free_port()
+    config = _nowhere_config(
+        tmp_path,
+        connect={"url": f"http://127.0.0.1:{port}", "retry_seconds": 2},
+        snapshot={"metastore_uri": f"thrift://127.0.0.1:{port}", "metastore_timeout_seconds": 2},
+    )
+    for command, names in (
+        (["connectors", "status"], f"http://127.0.0.1:{port}"),
+        (["snapshot", "--skip-kafka-check", "--date", "2026-01-01"], f"Hive metastore at thrift://127.0.0.1:{port}"),
+    ):
+        run = subprocess.run(
+            [sys.executable, "-m", "cdc_delta.cli", *command, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 2, (command, run.stderr)
+        (line,) = run.stderr.splitlines()
+        assert line.startswith("cdc-delta: error: ") and names in line, line
+
+
+def test_sigterm_while_a_command_waits_ends_with_one_line(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.services import free_port
+
+    config = _nowhere_config(tmp_path, connect={"url": f"http://127.0.0.1:{free_port()}", "retry_seconds": 120})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_delta.cli", "connectors", "status", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # retrying the worker that is not there
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert err.splitlines() == ["cdc-delta: stopped by SIGTERM"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 from confluent_kafka import Producer
 
 from cdc_delta.config import load_config
@@ -154,3 +155,42 @@ def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_
         df = spark.read.format("delta").load(cfg.storage.table_path(table))
         row = next(line.split() for line in status.stdout.splitlines() if line.startswith(table.name + " "))
         assert (int(row[-2]), int(row[-1])) == (df.count(), df.where("_cdc_deleted").count()), row
+
+
+def test_a_lost_broker_is_said_in_one_line_then_a_stop_is_clean_or_the_stream_gives_up(
+    native_kafka, tmp_path: Path
+) -> None:
+    bootstrap = native_kafka.bootstrap
+    generate(bootstrap, "lost", events=300, seed=5)
+    config = write_config(tmp_path, bootstrap, "lost")
+    data = yaml.safe_load(config.read_text())
+
+    def run(timeout_s: float, log: str) -> tuple[subprocess.Popen[bytes], StreamProcess]:
+        data["kafka"]["unreachable_timeout_seconds"] = timeout_s
+        config.write_text(yaml.safe_dump(data))
+        stream = StreamProcess(config, tmp_path / log)
+        proc = stream.start()
+        wait_for(lambda: "stream it-lost started" in stream.log.read_text(), 180, "the stream's start")
+        time.sleep(5)  # the first batch (or none: the second run has nothing new)
+        native_kafka.stop()
+        return proc, stream
+
+    # Waiting for the broker (timeout 0: for ever): said once, and SIGTERM ends it at once and cleanly.
+    proc, stream = run(0, "wait.log")
+    wait_for(lambda: f"cannot reach Kafka at {bootstrap}" in stream.log.read_text(), 90, "the one line")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    log = stream.log.read_text()
+    assert "stream stopped on request" in log, log[-3000:]
+    assert log.count(f"cannot reach Kafka at {bootstrap}") == 1
+    assert "Traceback" not in log and "\tat org.apache" not in log and "NetworkClient" not in log, log[-3000:]
+
+    # Giving up after kafka.unreachable_timeout_seconds: exit 2, the last line names the brokers.
+    native_kafka.start()
+    proc, stream = run(20, "give-up.log")
+    assert proc.wait(timeout=150) == 2
+    log = stream.log.read_text()
+    last = log.strip().splitlines()[-1]
+    assert last.startswith(f"cdc-delta: error: cannot reach Kafka at {bootstrap} for "), log[-3000:]
+    assert "(kafka.unreachable_timeout_seconds 20)" in last and "resumes from its checkpoint" in last
+    assert "Traceback" not in log and "\tat org.apache" not in log and "NetworkClient" not in log, log[-3000:]
