@@ -32,4 +32,5 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the README tab
 	$(PY) bench/snapshot.py
 	$(PY) bench/maintenance.py
 	$(PY) bench/throughput.py
+	$(PY) bench/operations.py
 	$(PY) bench/summarize.py

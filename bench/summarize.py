@@ -124,6 +124,24 @@ def avro(data: dict) -> str:
     return "\n".join(lines)
 
 
+def operations(data: dict) -> str:
+    status, manifest = data["results"]["status"], data["results"]["manifest"]
+    return "\n".join(
+        [
+            f"Measured {data['measured_at'][:19]}Z on {data['cores']} cores:",
+            "",
+            "| figure | measured | baseline (same run) | ratio | target |",
+            "|---|---:|---:|---:|---|",
+            f"| `cdc-delta status`, {status['tables']} tables (process wall time) | {status['status_s']} s | "
+            f"{status['spark_status_s']} s (a Spark session reading the same) | {status['status_speedup']}x faster "
+            f"| < 3 s |",
+            f"| one batch, {manifest['tables']} tables x {manifest['events'] // manifest['tables']} events, "
+            f"live_tables.enabled | {manifest['batch_with_manifests_s']} s | {manifest['batch_s']} s (without) | "
+            f"{manifest['manifest_batch_ratio']} ({manifest['manifest_s_per_table']} s per table) | - |",
+        ]
+    )
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -145,6 +163,9 @@ if __name__ == "__main__":
     avro_results = folder / "avro.json"
     if avro_results.exists():
         print("\n" + avro(json.loads(avro_results.read_text())))
+    operations_results = folder / "operations.json"
+    if operations_results.exists():
+        print("\n" + operations(json.loads(operations_results.read_text())))
     maintenance_results = folder / "maintenance.json"
     if maintenance_results.exists():
         print("\n" + maintenance(json.loads(maintenance_results.read_text())))

@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.hadoop_fs import exists, qualified
+from cdc_delta.ingest.delta_tables import MANIFEST_PROPERTY
 from cdc_delta.snapshot.hive_publish import hive_schema
 
 logger = logging.getLogger(__name__)
@@ -94,8 +95,18 @@ def register(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     done = []
     for live in live_tables(spark, config):
         path = config.storage.table_path(config.table(live.table))
+        delta = DeltaTable.forPath(spark, path)
+        detail = delta.detail().select("properties").first()
+        properties: dict[str, str] = (detail["properties"] if detail else None) or {}
+        if properties.get(MANIFEST_PROPERTY) != "true":
+            logger.warning(
+                "%s: Delta does not keep its manifest current yet (%s): restart the stream with "
+                "live_tables.enabled, which sets it on its next batch; until then the live table shows this moment",
+                live.table,
+                MANIFEST_PROPERTY,
+            )
         if not exists(spark, live.manifest):
-            DeltaTable.forPath(spark, path).generate("symlink_format_manifest")
+            delta.generate("symlink_format_manifest")
         action = _ensure_table(spark, live)
         spark.sql(live.view_ddl)  # SELECT * is expanded when the view is made: re-made every time
         logger.info("live table %s (view %s): %s", live.hive_table, live.view, action)

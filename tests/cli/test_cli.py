@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from cdc_delta.cli.main import main
 from cdc_delta.cli.stream import root_cause
+from tests.services import free_port
 
 EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
 
@@ -62,142 +68,11 @@ def test_snapshot_help_and_a_bad_date(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "--date '2026-02-30' is not a date: use YYYY-MM-DD" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["status", "stream"])
-def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    import yaml
-
-    from tests.services import free_port
-
-    nowhere = f"127.0.0.1:{free_port()}"
-    config = tmp_path / "cdc.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "app_id": "nowhere",
-                "kafka": {"bootstrap_servers": nowhere, "startup_timeout_seconds": 3},
-                "storage": {"root": str(tmp_path / "lake")},
-                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
-            }
-        )
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", command, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 2
-    assert run.stdout == ""
-    (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
-    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
-    assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
+# --- faults: what cannot be reached is one line (exit 2); a stop signal while waiting is one line --------
 
 
-def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
-    import socket
-    import subprocess
-    import sys
-
-    import yaml
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        config = tmp_path / "cdc.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "app_id": "busy",
-                    "metrics": {"port": port, "host": "127.0.0.1"},
-                    "storage": {"root": str(tmp_path / "lake")},
-                    "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
-                }
-            )
-        )
-        run = subprocess.run(
-            [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    assert run.returncode == 2
-    (line,) = run.stderr.splitlines()
-    assert line.startswith(f"cdc-delta: error: cannot serve metrics on 127.0.0.1:{port} (Address already in use)")
-    assert not (tmp_path / "lake").exists()
-
-
-def test_an_unreachable_source_database_is_one_line_naming_it(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    import yaml
-
-    from tests.services import free_port
-
-    port = free_port()
-    config = tmp_path / "cdc.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "app_id": "nosource",
-                "source": {"host": "127.0.0.1", "port": port, "user": "cdc", "connect_timeout_seconds": 3},
-                "storage": {"root": str(tmp_path / "lake")},
-                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
-            }
-        )
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", "check", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 2
-    (line,) = run.stderr.splitlines()
-    assert line.startswith(f"cdc-delta: error: cannot connect to the source database cdc@127.0.0.1:{port} (")
-    assert line.endswith("is the database running? Check source.host and source.port")
-
-
-def test_sigterm_while_the_stream_waits_for_a_broker_ends_cleanly(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import yaml
-
-    from tests.services import free_port
-
-    config = tmp_path / "cdc.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "app_id": "waiting",
-                "kafka": {"bootstrap_servers": f"127.0.0.1:{free_port()}", "startup_timeout_seconds": 120},
-                "storage": {"root": str(tmp_path / "lake")},
-                "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
-            }
-        )
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(3)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert out.strip() == "cdc-delta: stopped on request before the stream started"
-    assert "Traceback" not in err and "stopping after the current batch" in err
-
-
-def _nowhere_config(tmp_path: Path, **sections: object) -> Path:
+def _config(tmp_path: Path, **sections: object) -> Path:
+    """A config whose services are wherever ``sections`` say (by default: nowhere that answers)."""
     import yaml
 
     config = tmp_path / "cdc.yaml"
@@ -211,50 +86,84 @@ def _nowhere_config(tmp_path: Path, **sections: object) -> Path:
     return config
 
 
-def test_an_unreachable_connect_worker_and_metastore_are_one_line_naming_them(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from tests.services import free_port
-
-    port = free_port()
-    config = _nowhere_config(
-        tmp_path,
-        connect={"url": f"http://127.0.0.1:{port}", "retry_seconds": 2},
-        snapshot={"metastore_uri": f"thrift://127.0.0.1:{port}", "metastore_timeout_seconds": 2},
+def _cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    for command, names in (
-        (["connectors", "status"], f"http://127.0.0.1:{port}"),
-        (["snapshot", "--skip-kafka-check", "--date", "2026-01-01"], f"Hive metastore at thrift://127.0.0.1:{port}"),
-    ):
-        run = subprocess.run(
-            [sys.executable, "-m", "cdc_delta.cli", *command, "--config", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 2, (command, run.stderr)
-        (line,) = run.stderr.splitlines()
-        assert line.startswith("cdc-delta: error: ") and names in line, line
 
 
-def test_sigterm_while_a_command_waits_ends_with_one_line(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from tests.services import free_port
-
-    config = _nowhere_config(tmp_path, connect={"url": f"http://127.0.0.1:{free_port()}", "retry_seconds": 120})
+def _stopped_while_waiting(config: Path, *args: str) -> tuple[int, str, str]:
+    """The command, sent SIGTERM after 3 s (while it waits): exit code, stdout, stderr."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cdc_delta.cli", "connectors", "status", "--config", str(config)],
+        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)  # retrying the worker that is not there
+    time.sleep(3)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 128 + signal.SIGTERM
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("command", ["status", "stream"])
+def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    run = _cli(_config(tmp_path, kafka={"bootstrap_servers": nowhere, "startup_timeout_seconds": 3}), command)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
+    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
+    assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
+
+
+def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = _cli(_config(tmp_path, metrics={"port": port, "host": "127.0.0.1"}), "stream")
+    assert run.returncode == 2
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"cdc-delta: error: cannot serve metrics on 127.0.0.1:{port} (Address already in use)")
+    assert not (tmp_path / "lake").exists()
+
+
+def test_unreachable_connect_worker_metastore_and_source_are_one_line_naming_them(tmp_path: Path) -> None:
+    port = free_port()
+    config = _config(
+        tmp_path,
+        connect={"url": f"http://127.0.0.1:{port}", "retry_seconds": 2},
+        snapshot={"metastore_uri": f"thrift://127.0.0.1:{port}", "metastore_timeout_seconds": 2},
+        source={"host": "127.0.0.1", "port": port, "user": "cdc", "connect_timeout_seconds": 3},
+    )
+    for command, starts in (
+        (["connectors", "status"], f"cannot reach Kafka Connect at http://127.0.0.1:{port} ("),
+        (
+            ["snapshot", "--skip-kafka-check", "--date", "2026-01-01"],
+            f"cannot reach the Hive metastore at thrift://127.0.0.1:{port} within 2s",
+        ),
+        (["check"], f"cannot connect to the source database cdc@127.0.0.1:{port} ("),
+    ):
+        run = _cli(config, *command)
+        assert run.returncode == 2, (command, run.stderr)
+        (line,) = run.stderr.splitlines()
+        assert line.startswith(f"cdc-delta: error: {starts}"), line
+
+
+def test_sigterm_while_the_stream_waits_for_a_broker_ends_cleanly(tmp_path: Path) -> None:
+    config = _config(tmp_path, kafka={"bootstrap_servers": f"127.0.0.1:{free_port()}", "startup_timeout_seconds": 120})
+    code, out, err = _stopped_while_waiting(config, "stream")
+    assert code == 0, err
+    assert out.strip() == "cdc-delta: stopped on request before the stream started"
+    assert "Traceback" not in err and "stopping after the current batch" in err
+
+
+def test_sigterm_while_a_command_waits_ends_with_one_line(tmp_path: Path) -> None:
+    config = _config(tmp_path, connect={"url": f"http://127.0.0.1:{free_port()}", "retry_seconds": 120})
+    code, _, err = _stopped_while_waiting(config, "connectors", "status")  # retrying the worker that is not there
+    assert code == 128 + signal.SIGTERM
     assert err.splitlines() == ["cdc-delta: stopped by SIGTERM"]
