@@ -20,6 +20,7 @@ examples:
   cdc-delta demo                               apply generated Debezium events to local Delta tables
   cdc-delta check-config --config cdc.yaml     validate a config file and print what it resolves to
   cdc-delta snapshot --config cdc.yaml        publish yesterday's Hive partition (nightly)
+  cdc-delta check --config cdc.yaml           compare the source database with Delta, per table
   cdc-delta sql --config cdc.yaml "SELECT count(*) FROM inventory.orders WHERE NOT _cdc_deleted"
 
 Config: one YAML file (see streaming/example-config.yaml); any field can be overridden with an
