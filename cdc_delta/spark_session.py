@@ -48,6 +48,10 @@ BASE_CONF = {
     # delta-rs as nanoseconds, which overflow before 1677 and after 2262). The nightly snapshot writes
     # INT96 around its own write, for Hive (cdc_delta.snapshot.hive_publish).
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # The Kafka source keeps a consumer per topic partition between batches, at most 64 by default:
+    # with a few hundred partitions (100 tables x 3) every batch closed and reopened consumers and
+    # warned ("Pool exceeds its soft max size") hundreds of times. Idle ones still go after 5 minutes.
+    "spark.kafka.consumer.cache.capacity": "1024",
 }
 
 
