@@ -102,6 +102,15 @@ def throughput(data: dict) -> str:
     ]
     for label, key, target in THROUGHPUT_ROWS:
         lines.append(f"| {label} | {_figure(base.get(key))} | {_figure(now.get(key))} | {target} |")
+    merge = now.get("details", {}).get("merge")
+    if merge:
+        lines += [
+            "",
+            f"One table's MERGE of {merge['batch_rows']} rows into {merge['table_rows']:,} (median of "
+            f"{merge['merges']}): {merge['spark_merge_s_median']} s and {merge['spark_merge_jvm_cpu_s_median']} "
+            f"CPU-s of the JVM through Delta on Spark (the stream's merge_rows); {merge['delta_rs_merge_s_median']} s "
+            f"through delta-rs on the same table, Arrow handover included ({merge['spark_vs_delta_rs']}x).",
+        ]
     return "\n".join(lines)
 
 

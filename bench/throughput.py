@@ -9,8 +9,12 @@ Parts (--parts, all by default), every figure measured in this run on this machi
 - sustained: the stream as a process (`cdc-delta stream --until-caught-up`) over a backlog, batches
   of --sustained-batch events; events/s = events / batch seconds, the first batch (table creation,
   JIT) left out; 1 table, and 100 tables.
-- latency: 100 tables, a 10 s trigger, produced at half the 100-table sustained rate for
-  --latency-seconds; per row, commit time of the batch that applied it minus the source timestamp.
+- latency: 100 tables, a 10 s trigger, produced at --latency-rate (default half the 100-table
+  sustained rate) for --latency-seconds, the stream left running until it has caught up; per row,
+  commit time of the batch that applied it minus the source timestamp.
+- merge: where a table's share of a batch goes: the stream's MERGE of 100 rows into a table of
+  --snapshot-rows rows (median of 10, and the JVM's CPU seconds each), against the same MERGE by
+  delta-rs on the same table.
 - snapshot: the nightly snapshot of 100 tables of 10k rows vs 1 table of 10k rows (wall time).
 Writes bench/results/throughput.json (the keys of issue 14; a run with --label baseline is kept under
 "baseline", any other run is the current one) and prints it. Needs the native broker and Spark jars.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,7 +44,7 @@ from results_file import write_results
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "bench" / "results" / "throughput.json"
 BATCH_LINE = re.compile(r"batch \d+: (\d+) in, .* in ([\d.]+)s")
-PARTS = ("decode", "batch", "sustained", "latency", "snapshot")
+PARTS = ("decode", "batch", "merge", "sustained", "latency", "snapshot")
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
 
@@ -237,11 +242,14 @@ def sustained(bootstrap: str, folder: Path, server: str, tables: int, events: in
 
 
 def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dict[str, Any]:
-    """Per row, the commit time of the batch that applied it minus its source time (100 tables, 10 s trigger)."""
+    """Per row, the commit time of the batch that applied it minus its source time (100 tables, 10 s
+    trigger), produced at ``rate`` for ``seconds``; the stream runs until it has applied everything
+    (its consumer group at the end offsets, at most 20 minutes), so that late rows are counted too."""
     from cdc_delta.config import parse_config
     from cdc_delta.demo.generator import ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics
     from cdc_delta.demo.producer import produce as send
+    from cdc_delta.ingest.kafka_offsets import partition_lag
     from cdc_delta.spark_session import build_session
 
     server = "lat"
@@ -251,8 +259,16 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     log = folder / f"{server}.log"
     proc = stream(write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, background=True)
     time.sleep(25)  # Spark starts before the clock runs
-    send(bootstrap, ChangeGenerator(sources, seed=6, live=True, server=server).changes(int(rate * seconds)), rate=rate)
-    time.sleep(60)
+    events = int(rate * seconds)
+    send(bootstrap, ChangeGenerator(sources, seed=6, live=True, server=server).changes(events), rate=rate)
+    produced_at = time.monotonic()
+    caught_up = None
+    while time.monotonic() - produced_at < 1200:
+        time.sleep(10)
+        lags = partition_lag(bootstrap, config["app_id"], [], config["kafka"]["topic_pattern"])
+        if all(p.lag == 0 or p.end == 0 for p in lags):
+            caught_up = time.monotonic() - produced_at
+            break
     proc.terminate()
     proc.wait(timeout=600)
     parsed = parse_config(config)
@@ -267,14 +283,116 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
             committed = next((t for t in commits if t >= started), None)
             if committed is not None:
                 samples.append(committed - row["_cdc_source_ts"].timestamp())
+    spark.stop()
+    rows = [(int(m.group(1)), float(m.group(2))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
     samples.sort()
     return {
         "rate_events_per_s": round(rate),
         "seconds": seconds,
+        "events": events,
+        "caught_up_s_after_last_event": round(caught_up, 1) if caught_up is not None else None,
+        "batches": len(rows),
+        "batch_seconds": [round(s, 1) for _, s in rows],
         "rows_sampled": len(samples),
         "latency_p50_s": round(samples[len(samples) // 2], 2) if samples else None,
         "latency_p99_s": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))], 2) if samples else None,
     }
+
+
+# --- one table's MERGE: where a batch's per-table cost goes ---------------------------------------
+
+
+def part_merge(spark: Any, folder: Path, rows: int, merges: int = 10, batch: int = 100) -> dict[str, Any]:
+    """The stream's MERGE (merge_rows, Delta on Spark) of ``batch`` rows (half updates, half inserts)
+    into a table of ``rows`` rows, median of ``merges``, with the JVM's CPU seconds per MERGE; then
+    the same MERGE (guard, transaction id) by delta-rs on the same table, the rows handed over as
+    Arrow from the driver, for comparison: what a MERGE costs that is not Delta-on-Spark's."""
+    import statistics
+
+    from deltalake import CommitProperties, DeltaTable, Transaction
+    from pyspark.sql import functions as F
+
+    from cdc_delta import columns as C
+    from cdc_delta.events.ordering import SEQ_FIELDS
+    from cdc_delta.ingest.delta_tables import create_table, table_schema
+    from cdc_delta.ingest.merge import Commit, merge_rows
+
+    business = (("id", "bigint"), ("customer", "string"), ("amount", "decimal(10,2)"))
+    schema = table_schema(business)
+    path = str(folder / "merge" / "t")
+    create_table(spark, path, business)
+
+    def frame(lo: int, hi: int, seq: int) -> Any:
+        values = {
+            "id": F.col("id"),
+            "customer": F.concat(F.lit("customer-"), F.col("id").cast("string")),
+            "amount": (F.col("id") % 1000 / 100).cast("decimal(10,2)"),
+            C.OP: F.lit("u"),
+            C.DELETED: F.lit(False),
+            C.SEQ: F.struct(*[F.lit(seq).cast(t).alias(n) for n, t in SEQ_FIELDS]),
+            C.SOURCE_TS: F.current_timestamp(),
+            C.INGESTED_AT: F.current_timestamp(),
+        }
+        return spark.range(lo, hi).select(
+            *[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
+        )
+
+    frame(0, rows, 0).write.format("delta").mode("append").save(path)
+    jvm = spark.sparkContext._jvm
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    spark_s, spark_cpu = [], []
+    for i in range(merges):
+        lo = rows - batch // 2 + i * batch
+        source = frame(lo, lo + batch, i + 1).persist()
+        source.count()
+        cpu0, t0 = process_cpu_s(pid), time.monotonic()
+        commit = Commit("bench:merge", i + 1, {"app_id": "bench", "batch_id": i + 1, "table": "t"})
+        merge_rows(spark, path, source, ["id"], dict(business), commit, "t", check_replay=False)
+        spark_s.append(time.monotonic() - t0)
+        spark_cpu.append(process_cpu_s(pid) - cpu0)
+        source.unpersist()
+    newer = " OR ".join(
+        " AND ".join(
+            [f"s._cdc_seq.{m} = t._cdc_seq.{m}" for m, _ in SEQ_FIELDS[:k]] + [f"s._cdc_seq.{n} > t._cdc_seq.{n}"]
+        )
+        for k, (n, _) in enumerate(SEQ_FIELDS)
+    )
+    rust_s = []
+    for i in range(merges, 2 * merges):
+        lo = rows - batch // 2 + i * batch
+        source = frame(lo, lo + batch, i + 1).persist()
+        source.count()
+        t0 = time.monotonic()
+        arrow = source.toArrow()
+        table = DeltaTable(path)
+        if (table.transaction_version("bench:rs") or 0) < i + 1:
+            table.merge(
+                arrow,
+                "t.id = s.id",
+                source_alias="s",
+                target_alias="t",
+                commit_properties=CommitProperties(app_transactions=[Transaction("bench:rs", i + 1)]),
+            ).when_matched_update_all(predicate=newer).when_not_matched_insert_all().execute()
+        rust_s.append(time.monotonic() - t0)
+        source.unpersist()
+    final = spark.read.format("delta").load(path)
+    expected = rows - batch // 2 + 2 * merges * batch
+    assert final.count() == expected, (final.count(), expected)
+    return {
+        "table_rows": rows,
+        "batch_rows": batch,
+        "merges": merges,
+        "spark_merge_s_median": round(statistics.median(spark_s), 3),
+        "spark_merge_jvm_cpu_s_median": round(statistics.median(spark_cpu), 2),
+        "delta_rs_merge_s_median": round(statistics.median(rust_s), 3),
+        "spark_vs_delta_rs": round(statistics.median(spark_s) / statistics.median(rust_s), 1),
+    }
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- the nightly snapshot over many tables ---------------------------------------------------------
@@ -351,6 +469,12 @@ def main() -> None:
     parser.add_argument("--sustained-events", type=int, default=150_000)
     parser.add_argument("--sustained-batch", type=int, default=50_000)
     parser.add_argument("--latency-seconds", type=int, default=120)
+    parser.add_argument(
+        "--latency-rate",
+        type=float,
+        help="events/s for the latency part (default: half the 100-table sustained rate of this run, "
+        "else of bench/results/throughput.json)",
+    )
     parser.add_argument("--snapshot-rows", type=int, default=10_000)
     parser.add_argument("--port", type=int, default=19292)
     args = parser.parse_args()
@@ -377,21 +501,32 @@ def main() -> None:
         if "batch" in parts:
             figures["batch"] = part_batch(spark, bootstrap, folder, args.batch_events)
             print(json.dumps(figures["batch"]), flush=True)
+        if "merge" in parts:
+            figures["merge"] = part_merge(spark, folder, args.snapshot_rows)
+            print(json.dumps(figures["merge"]), flush=True)
         if "snapshot" in parts:
             figures["snapshot"] = part_snapshot(spark, folder, args.snapshot_rows)
             print(json.dumps(figures["snapshot"]), flush=True)
         spark.stop()
-        if "sustained" in parts or "latency" in parts:
+        if "sustained" in parts:
             one = sustained(bootstrap, folder, "s1", 1, args.sustained_events, args.sustained_batch)
             print(json.dumps(one), flush=True)
             many = sustained(bootstrap, folder, "s100", 100, args.sustained_events // 2, args.sustained_batch // 2)
             print(json.dumps(many), flush=True)
             figures["sustained"] = {"1_table": one, "100_tables": many}
         if "latency" in parts:
-            rate = figures["sustained"]["100_tables"]["events_per_s"] / 2
+            rate = args.latency_rate or sustained_100_tables(figures) / 2
             figures["latency"] = part_latency(bootstrap, folder, rate, args.latency_seconds)
             print(json.dumps(figures["latency"]), flush=True)
     save(figures, args.label)
+
+
+def sustained_100_tables(figures: dict[str, Any]) -> float:
+    """The 100-table sustained events/s of this run, else of the results file."""
+    if "sustained" in figures:
+        return float(figures["sustained"]["100_tables"]["events_per_s"])
+    previous = json.loads(RESULTS.read_text())["results"]
+    return float(previous["sustained_events_per_s_100_tables"])
 
 
 def headline(figures: dict[str, Any]) -> dict[str, Any]:
