@@ -57,6 +57,6 @@ def ensure_log(spark: SparkSession, config: AppConfig) -> None:
     DeltaTable.createIfNotExists(spark).location(log_path(config)).addColumns(schema).execute()
 
 
-def record(spark: SparkSession, config: AppConfig, entry: tuple[object, ...]) -> None:
-    """Append one published snapshot (a row of :data:`LOG_SCHEMA`) to the log."""
-    spark.createDataFrame([entry], LOG_SCHEMA).write.format("delta").mode("append").save(log_path(config))
+def record(spark: SparkSession, config: AppConfig, entries: list[tuple[object, ...]]) -> None:
+    """Append published snapshots (rows of :data:`LOG_SCHEMA`) to the log, in one commit."""
+    spark.createDataFrame(entries, LOG_SCHEMA).write.format("delta").mode("append").save(log_path(config))

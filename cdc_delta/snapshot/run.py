@@ -10,8 +10,9 @@ published as partition ``dt=<day>`` of a Hive table.
 3. The rows go to a new folder, are checked (row count, key uniqueness, the source's count when one is
    given: :mod:`.checks`), and one metastore call makes the folder the partition (:mod:`.hive_publish`).
 4. The run is recorded in the snapshot log (:mod:`.log`), which the next night's base and the tombstone
-   purge read; a view ``<table>_current`` (:mod:`.current_view`) unions the latest snapshot with the
-   Delta rows for near-real-time queries.
+   purge read, in one commit for all its published tables once they are done (also when a table
+   failed), and only then are the day's older run folders removed. A view ``<table>_current``
+   (:mod:`.current_view`) unions the latest snapshot with the Delta rows for near-real-time queries.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import datetime as dt
 import json
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -95,6 +97,34 @@ class _Written:
     base_rows: int
 
 
+class _Published:
+    """The log entries of a run's published tables and the day's older run folders they replace,
+    collected from the workers: one commit to the snapshot log for the run, not one per table (the
+    commits of concurrent tables queue on the one log), then the old folders go."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[tuple[object, ...]] = []
+        self._stale: list[str] = []
+
+    def add(self, entry: tuple[object, ...], stale: list[str]) -> None:
+        with self._lock:
+            self._entries.append(entry)
+            self._stale.extend(stale)
+
+    def record(self, spark: SparkSession, config: AppConfig) -> None:
+        """Append the entries to the log, then remove the folders they replaced: until the log says
+        otherwise, an older run's entry may still be the base of the next night."""
+        with self._lock:
+            entries, stale = list(self._entries), list(self._stale)
+            self._entries.clear()
+            self._stale.clear()
+        if entries:
+            record(spark, config, entries)
+        for folder in stale:
+            delete(spark, folder)
+
+
 @dataclass
 class _Run:
     spark: SparkSession
@@ -106,6 +136,8 @@ class _Run:
     from_stock: bool
     published: dict[str, list[Row]]
     """The snapshot log, read once for the run: per table, its published days."""
+    done: _Published = field(default_factory=lambda: _Published())
+    """Shared by the run's workers: what they published, for :meth:`_Published.record`."""
 
     def publish(self, table: TableConfig) -> TableSnapshot | None:
         """Build, write, check and publish one table's partition; None when there is nothing yet."""
@@ -207,10 +239,12 @@ class _Run:
             raise SnapshotError(
                 f"{name} dt={self.day} reads {published_count} rows after publishing, wrote {written.count}"
             )
-        record(spark, self.config, self._log_entry(table, name, written, base.kind, version))
-        for old in list_dirs(spark, f"{root}/{hive.PARTITION_COLUMN}={self.day}"):
-            if not same_location(old, qualified(spark, written.folder)):
-                delete(spark, old)
+        stale = [
+            old
+            for old in list_dirs(spark, f"{root}/{hive.PARTITION_COLUMN}={self.day}")
+            if not same_location(old, qualified(spark, written.folder))
+        ]
+        self.done.add(self._log_entry(table, name, written, base.kind, version), stale)
         return ddl, previous
 
     def _log_entry(
@@ -257,9 +291,12 @@ def run_snapshot(
         ensure_log(spark, config)
         run = _Run(spark, config, day.isoformat(), run_id, readiness, commits, from_stock, history)
         # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
-        done = each_table(
-            spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables()
-        )
+        try:
+            done = each_table(
+                spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables()
+            )
+        finally:
+            run.done.record(spark, config)
         tables = [t for t in done if t is not None]
     report = SnapshotReport(
         date=day.isoformat(),
