@@ -107,7 +107,7 @@ def timed(action: Any) -> float:
 
 def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
     """The batch's decoding and its stats job: the Python UDF (the reference decoder on every record,
-    as the stream decoded before) against the JVM path (decode_batch), best of two runs each."""
+    as the stream decoded before) against the JVM path (decode_batch), best of three runs each."""
     from pyspark import StorageLevel
 
     from cdc_delta.config import parse_config
@@ -137,10 +137,10 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         batch.release()
 
     out: dict[str, Any] = {"events": count}
-    python_s = min(timed(python_udf) for _ in range(2))
+    python_s = min(timed(python_udf) for _ in range(3))
     out.update(python_udf_s=round(python_s, 2), python_udf_events_per_s=round(count / python_s))
     if hasattr(decode, "python_decoded"):
-        jvm_s = min(timed(jvm) for _ in range(2))
+        jvm_s = min(timed(jvm) for _ in range(3))
         out.update(
             jvm_s=round(jvm_s, 2), jvm_events_per_s=round(count / jvm_s), decode_speedup=round(python_s / jvm_s, 2)
         )

@@ -25,7 +25,7 @@ from cdc_delta.exceptions import ConfigError, SchemaChangeError
 from cdc_delta.ingest import column_defaults
 from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
 from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
-from cdc_delta.ingest.decode import decoder_for
+from cdc_delta.ingest.decode import DecodedBatch, decoder_for
 from cdc_delta.ingest.decoded import field, is_dead, is_row_event
 from cdc_delta.ingest.dedupe import latest_per_key
 from cdc_delta.ingest.delta_tables import (
@@ -51,8 +51,7 @@ class _Batch:
     """What every table of one micro-batch shares."""
 
     spark: SparkSession
-    decoded: DataFrame
-    """The Kafka columns plus the ``_decoded`` struct, cached for the batch."""
+    decoding: DecodedBatch
     batch_id: int
     started: dt.datetime
     metadata: dict[str, Any]
@@ -131,7 +130,7 @@ class BatchProcessor:
                 # waits until every partition is past a tombstone (cdc_delta.maintenance.purge).
                 "partition_max_source_ts_ms": {t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             }
-            ctx = _Batch(batch.sparkSession, decoded, batch_id, started, metadata)
+            ctx = _Batch(batch.sparkSession, decoding, batch_id, started, metadata)
             if self._workers is None:
                 self._workers = TableWorkers(batch.sparkSession, self.config.merge_concurrency)
             works = _table_work(stats, metadata)
@@ -218,7 +217,7 @@ class BatchProcessor:
     def _merge(self, ctx: _Batch, work: _TableWork, path: str, state: TableState, spark: SparkSession) -> MergeResult:
         table = self.config.table(work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
-        events = ctx.decoded.where(is_row_event() & (field("table") == work.name))
+        events = ctx.decoding.frame.where(is_row_event() & (field("table") == work.name))
         rows = typed_rows(events, state.business, ctx.started, state.defaults, list(work.descriptors))
         latest = latest_per_key(rows, key)
         latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
@@ -254,7 +253,10 @@ class BatchProcessor:
             is_parked = (field("status") == OK) & (field("table") == name)
             reason = F.when(is_parked, F.lit(why)).otherwise(reason)
             selector = selector | is_parked
-        rows = dead_letter_rows(ctx.decoded.where(selector), self.config.app_id, ctx.batch_id, ctx.started, reason)
+        records = ctx.decoding.frame.where(selector)
+        if parked:  # the JVM path keeps no value of the records it decoded
+            records = ctx.decoding.with_values(records)
+        rows = dead_letter_rows(records, self.config.app_id, ctx.batch_id, ctx.started, reason)
         write_dead_letters(rows, self.config.storage.dead_letters, self.config.app_id, ctx.batch_id)
 
 

@@ -23,17 +23,28 @@ from cdc_delta.ingest.schema_registry import AvroSchemas
 logger = logging.getLogger(__name__)
 
 
+_OFFSET = ("topic", "partition", "offset")
+
+
 @dataclass(frozen=True)
 class DecodedBatch:
     """A decoded micro-batch, held until :meth:`release`: ``frame`` holds the Kafka columns and the
-    ``_decoded`` struct of every record."""
+    ``_decoded`` struct of every record; the value is null where the JVM decoded the record
+    (:meth:`with_values` reads it again)."""
 
     frame: DataFrame
     checkpointed: DataFrame
     """The JVM-decoded records, checkpointed locally: every query of the batch plans over a short
     lineage, not over the decoding expression (large with many schemas)."""
+    raw: DataFrame
+    """The batch as the source gives it (the Kafka columns), read again only for values."""
     cached: DataFrame | None = None
     """The records the reference decoder decoded, cached beside the checkpoint."""
+
+    def with_values(self, rows: DataFrame) -> DataFrame:
+        """``rows`` of :attr:`frame` with every Kafka value, byte for byte: read again from the batch
+        (a pass over it; for dead letters of a stopped table, not on the usual path)."""
+        return with_values(rows, self.raw)
 
     def release(self) -> None:
         if self.cached is not None:
@@ -41,6 +52,13 @@ class DecodedBatch:
         # A local checkpoint's blocks belong to the RDD under its plan; Spark frees them only when the
         # RDD is garbage collected on the driver, so they are freed here, batch by batch.
         self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def with_values(rows: DataFrame, raw: DataFrame) -> DataFrame:
+    """``rows`` (the Kafka columns and more, few rows) with the value of each from ``raw``."""
+    found = raw.select(*_OFFSET, F.col("value").alias("_raw_value"))
+    joined = found.join(F.broadcast(rows), list(_OFFSET))
+    return joined.select(*[F.col("_raw_value").alias(c) if c == "value" else c for c in rows.columns])
 
 
 def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
@@ -58,21 +76,24 @@ def decode_batch(
 ) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
     parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
-    envelopes parsed once (cached while decoding); the probe reads its distinct schemas; one pass
-    decodes it into a local checkpoint; the records the JVM leaves to the
-    reference decoder (few, usually none) are decoded by it and cached beside. ``schemas`` keeps the
+    envelopes parsed once (cached while decoding, without the values); the probe reads its distinct
+    schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the reference
+    decoder (few, usually none) are read again with their values, decoded by it and cached beside. ``schemas`` keeps the
     Connect schemas read, by id, from one batch to the next (see :func:`~.jvm_decode.probe`)."""
     spark = batch.sparkSession
-    env = envelopes(batch.coalesce(spark.sparkContext.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK)
+    raw = batch.coalesce(spark.sparkContext.defaultParallelism)
+    env = envelopes(raw).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        found = probe(env, plan, schemas)  # reads the batch from Kafka and parses it, once
+        found = probe(raw, env, plan, schemas)  # reads the batch from Kafka and parses it, once
         candidates = fast_decoded(env, plan, found).localCheckpoint(eager=True)
     finally:
         env.unpersist()
     fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
     rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
-    slow = python_decoded(rest, plan).persist(StorageLevel.MEMORY_AND_DISK)
-    return DecodedBatch(fast.unionByName(slow), candidates, slow)
+    if rest.isEmpty():
+        return DecodedBatch(fast, candidates, raw)
+    slow = python_decoded(with_values(rest, raw), plan).persist(StorageLevel.MEMORY_AND_DISK)
+    return DecodedBatch(fast.unionByName(slow), candidates, raw, slow)
 
 
 class JsonDecoder:
@@ -95,7 +116,7 @@ class AvroDecoder:
 
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         decoded = decode_avro_batch(batch, self.plan, self.schemas)
-        return DecodedBatch(decoded, decoded)
+        return DecodedBatch(decoded, decoded, batch)
 
 
 def decoder_for(config: AppConfig, plan: DecodePlan) -> JsonDecoder | AvroDecoder:

@@ -31,7 +31,11 @@ from cdc_delta.ingest.decoded import KAFKA_COLUMNS, decoded_schema
 
 ENV = "_env"
 SCHEMA_ID = "_schema_id"
+TOMBSTONE_FLAG = "_tombstone"
+UTF8_FLAG = "_utf8"
 FAST = "_fast"
+KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
+"""The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
 _PAYLOAD = (
     "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING, file: STRING, "
     "pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>"
@@ -56,8 +60,11 @@ class ImageSchema:
     """Per column of the image, how it is read and made canonical."""
 
 
-def read_schema(text: str) -> ImageSchema | None:
-    """The image columns of an envelope schema; None where the JVM cannot decode its events exactly."""
+def read_schema(text: str | None) -> ImageSchema | None:
+    """The image columns of an envelope schema; None where the JVM cannot decode its events exactly
+    (also where it has no schema, or its head is not valid UTF-8: :func:`_schema_texts`)."""
+    if text is None:
+        return None
     try:
         schema = json.loads(text)
     except json.JSONDecodeError:
@@ -96,11 +103,23 @@ def _shaped() -> Column:
     return text.startswith(_HEAD) & text.endswith("}") & (F.octet_length(head) < F.octet_length("value"))
 
 
+def _schema_id(whole_schema: Column) -> Column:
+    """A record's schema id: the hash of its head where shaped, else of its schema as parsed whole
+    (``whole_schema``, the ``schema`` field read as a string)."""
+    return F.when(_shaped(), F.xxhash64(_HEAD_COLUMN)).otherwise(F.xxhash64(whole_schema))
+
+
 def envelopes(batch: DataFrame) -> DataFrame:
-    """The Kafka columns, the parsed envelope's payload, and the id of its Connect schema. A shaped
-    record (:func:`_with_head`) is cut in bytes at its payload key: only the payload is parsed, and
-    its schema id is a hash of its head (the schema's text, which :func:`probe` reads for one record
-    per id). Any other record is parsed whole, its schema id a hash of its schema's text."""
+    """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
+    what the fast path needs of the value: whether it is null (a tombstone) and whether it is valid
+    UTF-8 (of a shaped record, its payload: its head is checked once per schema, by :func:`probe`; the
+    key between them and the closing brace are ASCII). The value itself (kilobytes a record, mostly
+    the schema) is not kept: the schemas' texts (:func:`probe`) and the records the reference decoder
+    takes (:func:`~.decode.decode_batch`) are read again from the batch, where there are any.
+
+    A shaped record (:func:`_with_head`) is cut in bytes at its payload key: only the payload is
+    parsed, and its schema id is a hash of its head. Any other record is parsed whole, its schema id
+    a hash of its schema's text."""
     text = F.col("value").cast("string")
     at = F.octet_length(_HEAD_COLUMN) + len(_PAYLOAD_KEY) + 1
     payload_text = F.substring("value", at, F.octet_length("value") - at).cast("string")
@@ -108,9 +127,12 @@ def envelopes(batch: DataFrame) -> DataFrame:
     # Spark evaluates from_json in a CASE's every branch: the whole record is given only where needed.
     parsed = F.from_json(F.when(~shaped, text), _ENVELOPE)
     payload = F.when(shaped, F.from_json(payload_text, f"STRUCT<{_PAYLOAD}>")).otherwise(parsed.getField("payload"))
-    schema_id = F.when(shaped, F.xxhash64(_HEAD_COLUMN)).otherwise(F.xxhash64(parsed.getField("schema")))
     return _with_head(batch).select(
-        *batch.columns, F.struct(payload.alias("payload")).alias(ENV), schema_id.alias(SCHEMA_ID)
+        *KAFKA_KEPT,
+        F.struct(payload.alias("payload")).alias(ENV),
+        _schema_id(parsed.getField("schema")).alias(SCHEMA_ID),
+        F.col("value").isNull().alias(TOMBSTONE_FLAG),
+        F.when(shaped, F.is_valid_utf8(payload_text)).otherwise(F.is_valid_utf8(text)).alias(UTF8_FLAG),
     )
 
 
@@ -128,10 +150,13 @@ def route_key(topic: str, db: str | None, tbl: str | None) -> str:
     return "\u0000".join((topic, _NONE if db is None else db, _NONE if tbl is None else tbl))
 
 
-def probe(env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None) -> Probe:
-    """A small job over the parsed batch, its distinct (topic, db, table, schema id), each triple
-    routed; and another that reads the text of each schema not in ``schemas`` (schema id -> what
-    :func:`read_schema` made of it, kept by the caller across batches and filled here) from one record."""
+def probe(
+    batch: DataFrame, env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+) -> Probe:
+    """A small job over the parsed batch (``env``, the :func:`envelopes` of ``batch``), its distinct
+    (topic, db, table, schema id), each triple routed; and, where some are new, another job that reads
+    the text of each schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept
+    by the caller across batches and filled here) from one record of ``batch``."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
@@ -145,7 +170,7 @@ def probe(env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | Non
     routed = [(r, plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
     new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
     wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new}
-    known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(env, wanted).items())
+    known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(batch, wanted).items())
     images: dict[tuple[int, str], ImageSchema] = {}
     routes: dict[str, str] = {}
     for r, table in routed:
@@ -158,17 +183,19 @@ def probe(env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | Non
     return Probe(images, routes)
 
 
-def _schema_texts(env: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str]:
-    """Schema id -> the schema's text, read from the given records (topic, partition, offset)."""
+def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
+    """Schema id -> the schema's text, read from the given records (topic, partition, offset); None
+    where the record has no schema, or its head is not valid UTF-8 (the fast path checks only the
+    payload of a shaped record: its events go to the reference decoder, which refuses them)."""
     if not records:
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    text = F.col("value").cast("string")
-    head = F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1)
-    schema = F.when(_shaped(), head).otherwise(F.from_json(text, "schema STRING").getField("schema"))
-    found = _with_head(env.where(at.isin(wanted))).select(SCHEMA_ID, schema.alias("schema")).collect()
-    return {r[SCHEMA_ID]: r["schema"] for r in found if r["schema"] is not None}
+    whole = F.from_json(F.when(~_shaped(), F.col("value").cast("string")), "schema STRING").getField("schema")
+    head = F.when(F.is_valid_utf8(_HEAD_COLUMN), F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1))
+    schema = F.when(_shaped(), head).otherwise(whole)
+    found = _with_head(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
+    return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 
 def _seq_sql() -> str:
@@ -218,17 +245,22 @@ def _plain_source() -> Column:
     s = f"{ENV}.payload.source"
     fields = " AND ".join(f"({s}.{f} IS NULL OR {s}.{f} RLIKE {_DIGITS})" for f in ("pos", "row"))
     return (
-        F.expr("is_valid_utf8(CAST(value AS string))")
+        F.col(UTF8_FLAG)
         & F.col(f"{ENV}.payload.op").isin("c", "u", "d", "r")
         & F.expr(f"{s}.ts_ms RLIKE {_DIGITS} AND {fields}")
     )
 
 
+def _no_value() -> Column:
+    return F.lit(None).cast("binary").alias("value")
+
+
 def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
-    """The Kafka columns and ``FAST``: the reference decoder's struct for the records decoded here, NULL
-    for the others. Two projections: the first computes each record's table, image and ordering key
-    once; the second assembles the struct from them (one projection would compute the image once for
-    its check and once more for its value: CASE WHEN does not share them)."""
+    """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the reference decoder's
+    struct for the records decoded here, NULL for the others. Two projections: the first computes each
+    record's table, image and ordering key once; the second assembles the struct from them (one
+    projection would compute the image once for its check and once more for its value: CASE WHEN does
+    not share them)."""
     source = f"{ENV}.payload.source"
     key = F.concat_ws(
         "\u0000",
@@ -244,7 +276,7 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
     )
     if not found.images:
-        return env.select(*KAFKA_COLUMNS, F.when(F.col("value").isNull(), tombstone).alias(FAST))
+        return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
     image: Column | None = None
     descriptors: list[Column] = []
     for (schema_id, name), schema in sorted(found.images.items()):
@@ -254,7 +286,8 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
     assert image is not None
     parts = env.select(
-        *KAFKA_COLUMNS,
+        *KAFKA_KEPT,
+        TOMBSTONE_FLAG,
         table.alias("_table"),
         image.alias("_image"),
         F.expr(_seq_sql()).alias("_seq"),
@@ -278,4 +311,5 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         F.col("_schema").alias("schema_json"),
     )
     ok = F.col("_plain") & F.coalesce(F.col("_image.ok"), F.lit(False))
-    return parts.select(*KAFKA_COLUMNS, F.when(F.col("value").isNull(), tombstone).when(ok, decoded).alias(FAST))
+    fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(ok, decoded)
+    return parts.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST))

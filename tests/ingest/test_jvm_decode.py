@@ -57,8 +57,9 @@ def assert_same(pairs: list[tuple[Any, Any]]) -> None:
 
 
 def fast_share(spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None) -> float:
-    env = envelopes(kafka_frame(spark, records))
-    fast = fast_decoded(env, plan, probe(env, plan, schemas))
+    frame = kafka_frame(spark, records)
+    env = envelopes(frame)
+    fast = fast_decoded(env, plan, probe(frame, env, plan, schemas))
     return fast.where(F.col(FAST).isNotNull()).count() / len(records)
 
 
@@ -237,6 +238,10 @@ def test_records_left_to_the_reference(spark: Any) -> None:
     decoy = json.loads(edge_value(7))
     decoy["schema"]["fields"][1]["parameters"] = {"x": "1", "payload": "{}"}
     decoy_value = json.dumps(decoy, separators=COMPACT).encode()
+    # Not UTF-8 in the schema, of a record the JVM could otherwise decode: the JVM checks each schema's
+    # head once and each record's payload, so this schema's records go to the reference.
+    bad_head = edge_value(8).replace(b'"name":"', b'"name":"\xff', 1)
+    assert bad_head != edge_value(8) and bad_head.index(b"\xff") < bad_head.index(b',"payload":')
     records: list[Record] = [
         ("srv.db.edge", 0, 0, b"k", b"{not json"),
         ("srv.db.edge", 0, 1, b"k", None),
@@ -246,6 +251,8 @@ def test_records_left_to_the_reference(spark: Any) -> None:
         ("srv.db.edge", 0, 5, b"k", heartbeat),
         ("srv.db.edge", 0, 6, b"k", not_utf8),
         ("srv.db.edge", 0, 7, b"k", decoy_value),
+        ("srv.db.edge", 0, 8, b"k", bad_head),
+        ("srv.db.edge", 0, 9, b"k", edge_value(9)),
     ]
     assert_same(decoded_both_ways(spark, records, plan_for(EDGE_PLAN)))
 
