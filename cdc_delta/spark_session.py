@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import glob
+import hashlib
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -84,13 +86,53 @@ def session_conf(config: SparkConfig, extra: Mapping[str, str] | None = None) ->
         logger.info("no jars in %s: Spark resolves %s from Maven Central", folder, ", ".join(MAVEN_PACKAGES))
         conf["spark.jars.packages"] = ",".join(MAVEN_PACKAGES)
     conf.update(config.conf)
+    if _local(config):  # the JVM is started here: its log set up from the first line
+        options = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile={log4j_file(log_level())} {options}".strip()
+        )
     return conf
+
+
+def _local(config: SparkConfig) -> bool:
+    return bool(config.master and config.master.startswith("local"))
+
+
+def log_level() -> str:
+    """The JVM's log level: ``$CDC_DELTA_SPARK_LOG_LEVEL``, else WARN."""
+    return os.environ.get("CDC_DELTA_SPARK_LOG_LEVEL", "WARN").upper()
+
+
+def log4j_file(level: str) -> Path:
+    """A log4j2 configuration for a JVM this process starts: every logger at ``level``, the loggers of
+    :data:`EXPECTED_WARNINGS` at ERROR when that is WARN, on stderr in the format of cdc_delta's own
+    lines. Without it Spark prints its default profile's banner and Hadoop's native-library warning
+    before the session can set a level. Written once per content, in the temporary folder."""
+    lines = [
+        "status = error",
+        f"rootLogger.level = {level}",
+        "rootLogger.appenderRef.stderr.ref = stderr",
+        "appender.stderr.type = Console",
+        "appender.stderr.name = stderr",
+        "appender.stderr.target = SYSTEM_ERR",
+        "appender.stderr.layout.type = PatternLayout",
+        "appender.stderr.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %p %c: %m%n%ex",
+    ]
+    for i, name in enumerate(EXPECTED_WARNINGS if level == "WARN" else ()):
+        lines += [f"logger.expected{i}.name = {name}", f"logger.expected{i}.level = error"]
+    text = "\n".join(lines) + "\n"
+    path = Path(tempfile.gettempdir()) / f"cdc-delta-log4j2-{hashlib.sha256(text.encode()).hexdigest()[:12]}.properties"
+    if not path.exists() or path.read_text() != text:
+        staging = path.with_name(f"{path.name}.{os.getpid()}")
+        staging.write_text(text)
+        staging.replace(path)
+    return path
 
 
 def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -> SparkSession:
     """Build (or join) the SparkSession. Static settings only apply to the first session of a process."""
     builder = SparkSession.builder.appName(config.app_name)
-    if config.master and config.master.startswith("local"):
+    if _local(config):
         # Local Python workers must run the driver's interpreter (the one cdc_delta is installed in).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Everything runs on this host: no warning that the hostname resolves to a loopback address.
@@ -103,9 +145,9 @@ def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j/JVM start-up failures carry no useful type
         raise SparkSetupError(f"could not start Spark ({config.master or 'spark-submit master'}): {exc}") from exc
-    level = os.environ.get("CDC_DELTA_SPARK_LOG_LEVEL", "WARN")
+    level = log_level()
     spark.sparkContext.setLogLevel(level)
-    if level.upper() == "WARN":
+    if level == "WARN":
         quiet_expected_warnings(spark)
     return spark
 
@@ -126,6 +168,7 @@ EXPECTED_WARNINGS = {
     # A stop interrupts the query's thread; when that thread is setting a checkpoint file's
     # permissions, Hadoop warns with a trace. The batch is run again from the checkpoint on restart.
     "org.apache.hadoop.util.Shell": "a stop that lands while a checkpoint file's permissions are set",
+    "org.apache.hadoop.util.NativeCodeLoader": "Hadoop's native library is not installed: Java code is used",
 }
 
 

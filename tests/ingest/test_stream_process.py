@@ -25,6 +25,9 @@ from tests.services import StreamProcess, free_port, wait_for, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
+# A line of the JVM's log (log4j's format: level WARN), or of Spark's default log profile.
+JVM_LINE = re.compile(r"^(\S+ \S+ (WARN|ERROR|FATAL) |\d\d/\d\d/\d\d \S+ )")
+
 
 def generate(bootstrap: str, server: str, events: int, seed: int, partitions: int = 3) -> ChangeGenerator:
     generator = ChangeGenerator(DEMO_TABLES, seed=seed, tombstones=True, server=server)
@@ -61,6 +64,11 @@ def test_stream_catches_up_and_equals_the_source(spark, kafka_bootstrap: str, tm
     stream = StreamProcess(config, tmp_path / "stream.log")
     assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
     assert stream.batch_lines(), "no per-batch log line"
+    # Quiet in normal operation, from the JVM's start on: no warning of Spark, Kafka, Delta or Hadoop
+    # (the JVM's own line on the incubator module it is started with aside).
+    log = stream.log.read_text(errors="replace")
+    jvm_lines = [line for line in log.splitlines() if JVM_LINE.match(line) or "log4j" in line]
+    assert jvm_lines == [], jvm_lines
     assert_tables_equal_source(spark, config, generator)
     cfg = load_config(config, env={})
     dead = spark.read.format("delta").load(cfg.storage.dead_letters).collect()
