@@ -3,9 +3,10 @@ with the Connect schema in every record, as Debezium's JsonConverter writes them
 
 Parts (--parts, all by default), every figure measured in this run on this machine:
 - decode: the batch's decoding alone (decode + the stats job), --decode-events events of one table.
-- batch: one micro-batch through the batch function, tables already created: 1 table x --batch-events
+- batch: a micro-batch through the batch function, tables already created: 1 table x --batch-events
   on 1 partition vs on 48 partitions (partitions_batch_ratio), and 100 tables x --batch-events/100
-  (one partition each) vs 1 table x --batch-events (tables_batch_ratio).
+  (one partition each) vs 1 table x --batch-events (tables_batch_ratio); each the median of
+  --batch-repeats successive batches of new events (a single batch's time varies by ~25% here).
 - sustained: the stream as a process (`cdc-delta stream --until-caught-up`) over a backlog, batches
   of --sustained-batch events; events/s = events / batch seconds, the first batch (table creation,
   JIT) left out; 1 table, and 100 tables.
@@ -31,6 +32,7 @@ import datetime as dt
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -124,7 +126,7 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
 
     def python_udf() -> None:
         reference = getattr(decode, "python_decoded", None)  # before the JVM path, decode_batch was the UDF
-        decoded = reference(records, plan) if reference else decode.decode_batch(records, plan)
+        decoded: Any = reference(records, plan) if reference else decode.decode_batch(records, plan)
         decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         collect_stats(decoded)
         decoded.unpersist()
@@ -176,31 +178,49 @@ def records_from(spark: Any, bootstrap: str, server: str, starting: dict[str, di
 
 
 def one_batch(
-    spark: Any, bootstrap: str, folder: Path, server: str, tables: tuple[Any, ...], partitions: int, events: int
-) -> float:
-    """Seconds the batch function takes for ``events`` records, after a warm-up batch created the tables."""
+    spark: Any,
+    bootstrap: str,
+    folder: Path,
+    server: str,
+    tables: tuple[Any, ...],
+    partitions: int,
+    events: int,
+    repeats: int,
+) -> tuple[float, list[float]]:
+    """Seconds the batch function takes for ``events`` new records: the median of ``repeats``
+    successive batches (and each), after a warm-up batch created the tables."""
     from cdc_delta.config import parse_config
     from cdc_delta.ingest.batch import BatchProcessor
 
     processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)))
     produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
     processor.process(kafka_batch(spark, bootstrap, server), 0)
-    warm = end_offsets(bootstrap, server)
-    produce(bootstrap, server, tables, events, partitions, seed=3)
-    return timed(lambda: processor.process(records_from(spark, bootstrap, server, warm), 1))
+    seconds = []
+    for batch_id in range(1, repeats + 1):
+        start = end_offsets(bootstrap, server)
+        produce(bootstrap, server, tables, events, partitions, seed=2 + batch_id)
+        records = records_from(spark, bootstrap, server, start)
+        t0 = time.monotonic()
+        processor.process(records, batch_id)
+        seconds.append(round(time.monotonic() - t0, 2))
+    return statistics.median(seconds), seconds
 
 
-def part_batch(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
-    one = one_batch(spark, bootstrap, folder, "b1p", source_tables(1, "b1p"), 1, events)
-    many_partitions = one_batch(spark, bootstrap, folder, "b48p", source_tables(1, "b48p"), 48, events)
-    many_tables = one_batch(spark, bootstrap, folder, "b100t", source_tables(100, "b100t"), 1, events)
+def part_batch(spark: Any, bootstrap: str, folder: Path, events: int, repeats: int) -> dict[str, Any]:
+    one, one_s = one_batch(spark, bootstrap, folder, "b1p", source_tables(1, "b1p"), 1, events, repeats)
+    partitions, partitions_s = one_batch(
+        spark, bootstrap, folder, "b48p", source_tables(1, "b48p"), 48, events, repeats
+    )
+    tables, tables_s = one_batch(spark, bootstrap, folder, "b100t", source_tables(100, "b100t"), 1, events, repeats)
     return {
         "batch_events": events,
+        "batch_repeats": repeats,
         "batch_1_table_1_partition_s": round(one, 2),
-        "batch_1_table_48_partitions_s": round(many_partitions, 2),
-        "batch_100_tables_s": round(many_tables, 2),
-        "partitions_batch_ratio": round(many_partitions / one, 2),
-        "tables_batch_ratio": round(many_tables / one, 2),
+        "batch_1_table_48_partitions_s": round(partitions, 2),
+        "batch_100_tables_s": round(tables, 2),
+        "batch_seconds": {"1_table_1_partition": one_s, "1_table_48_partitions": partitions_s, "100_tables": tables_s},
+        "partitions_batch_ratio": round(partitions / one, 2),
+        "tables_batch_ratio": round(tables / one, 2),
     }
 
 
@@ -307,8 +327,6 @@ def part_merge(spark: Any, folder: Path, rows: int, merges: int = 10, batch: int
     into a table of ``rows`` rows, median of ``merges``, with the JVM's CPU seconds per MERGE; then
     the same MERGE (guard, transaction id) by delta-rs on the same table, the rows handed over as
     Arrow from the driver, for comparison: what a MERGE costs that is not Delta-on-Spark's."""
-    import statistics
-
     from deltalake import CommitProperties, DeltaTable, Transaction
     from pyspark.sql import functions as F
 
@@ -466,6 +484,7 @@ def main() -> None:
     parser.add_argument("--label", default="current", help="'baseline' keeps the run under baseline")
     parser.add_argument("--decode-events", type=int, default=200_000)
     parser.add_argument("--batch-events", type=int, default=10_000)
+    parser.add_argument("--batch-repeats", type=int, default=3)
     parser.add_argument("--sustained-events", type=int, default=150_000)
     parser.add_argument("--sustained-batch", type=int, default=50_000)
     parser.add_argument("--latency-seconds", type=int, default=120)
@@ -499,7 +518,7 @@ def main() -> None:
             figures["decode"] = part_decode(spark, bootstrap, folder, args.decode_events)
             print(json.dumps(figures["decode"]), flush=True)
         if "batch" in parts:
-            figures["batch"] = part_batch(spark, bootstrap, folder, args.batch_events)
+            figures["batch"] = part_batch(spark, bootstrap, folder, args.batch_events, args.batch_repeats)
             print(json.dumps(figures["batch"]), flush=True)
         if "merge" in parts:
             figures["merge"] = part_merge(spark, folder, args.snapshot_rows)
