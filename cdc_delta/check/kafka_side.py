@@ -103,7 +103,7 @@ def _decoder(config: AppConfig, plan: DecodePlan) -> Any:
     """``decode(topic, partition, offset, value) -> Decoded`` for the stream's value format."""
     if config.kafka.value_format == "json":
         return lambda topic, partition, offset, value: decode_record(topic, partition, offset, value, plan)
-    from cdc_delta.events.avro import AvroEnvelope, decode_avro, schema_id
+    from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id
     from cdc_delta.ingest.schema_registry import AvroSchemas
 
     schemas = AvroSchemas(config.schema_registry, config.kafka.unescape_field_names)
@@ -114,9 +114,12 @@ def _decoder(config: AppConfig, plan: DecodePlan) -> Any:
         if found is not None:
             reasons = schemas.read([found])
             text = schemas.texts.get(found)
-            envelopes[found] = (
-                AvroEnvelope.from_text(found, text, config.kafka.unescape_field_names) if text else reasons[found]
-            )
+            try:
+                envelope = AvroEnvelope.from_text(found, text, config.kafka.unescape_field_names) if text else None
+            except UnsupportedSchema as exc:
+                envelope = None
+                reasons[found] = f"not a Debezium envelope schema: {exc}"
+            envelopes[found] = envelope or reasons[found]
         return decode_avro(topic, partition, offset, value, envelopes, plan)
 
     return decode

@@ -25,7 +25,16 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
-from cdc_delta.events.envelope import DEAD, SKIP, TOMBSTONE, Decoded, DecodePlan, KnownImage, decode_message
+from cdc_delta.events.envelope import (
+    DEAD,
+    SKIP,
+    TOMBSTONE,
+    Decoded,
+    DecodePlan,
+    KnownImage,
+    decode_message,
+    undecodable,
+)
 
 MAGIC = 0
 HEADER_BYTES = 5
@@ -346,7 +355,17 @@ class AvroEnvelope:
 
     @classmethod
     def from_text(cls, schema_id: int, text: str, unescape_names: bool = False) -> AvroEnvelope:
-        """Read a registry schema; :class:`UnsupportedSchema` says why one cannot be read."""
+        """Read a registry schema; :class:`UnsupportedSchema` says why one cannot be read (whatever
+        went wrong: a schema nested deeper than the reader recurses is refused like any other)."""
+        try:
+            return cls._read(schema_id, text, unescape_names)
+        except UnsupportedSchema:
+            raise
+        except Exception as exc:  # noqa: BLE001 (a schema that breaks the reader is a schema it refuses)
+            raise UnsupportedSchema(f"the schema cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+    @classmethod
+    def _read(cls, schema_id: int, text: str, unescape_names: bool) -> AvroEnvelope:
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -385,7 +404,21 @@ def decode_avro(
 ) -> Decoded:
     """Decode one Kafka record in the Confluent Avro wire format. ``envelopes`` maps each schema id of
     the batch to its :class:`AvroEnvelope`, or to the reason it has none (unknown to the registry,
-    not a Debezium envelope)."""
+    not a Debezium envelope). Never raises: see :func:`~cdc_delta.events.envelope.undecodable`."""
+    try:
+        return _decode_avro(topic, partition, offset, value, envelopes, plan)
+    except Exception as exc:  # noqa: BLE001 (one record's failure, whatever it is, is that record's)
+        return undecodable(exc)
+
+
+def _decode_avro(
+    topic: str,
+    partition: int,
+    offset: int,
+    value: bytes | None,
+    envelopes: Mapping[int, AvroEnvelope | str],
+    plan: DecodePlan,
+) -> Decoded:
     if value is None:
         return Decoded(SKIP, TOMBSTONE)
     found = schema_id(value)

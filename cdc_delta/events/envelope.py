@@ -180,8 +180,30 @@ def _schema_change(partition: int, offset: int, message: dict[str, Any], plan: D
     return _truncate({**known, "source_ts_ms": seq.ts_ms or None}, plan, f"DROP TABLE {db}.{tbl}")
 
 
+REASON_LIMIT = 500
+"""Characters of an exception's text kept in a dead letter's reason (a poison record's message can
+quote megabytes of it)."""
+
+
+def undecodable(exc: BaseException) -> Decoded:
+    """The dead letter of a record whose decoding raised: any error while reading one record (nesting
+    deeper than the parser recurses, a value too large for memory, a bug) parks that record, never the
+    batch."""
+    text = str(exc)
+    if len(text) > REASON_LIMIT:
+        text = text[:REASON_LIMIT] + "..."
+    return _dead(f"cannot decode the record: {type(exc).__name__}: {text}")
+
+
 def decode_record(topic: str, partition: int, offset: int, value: bytes | None, plan: DecodePlan) -> Decoded:
-    """Decode one Kafka record value into an event for a table, a skip, or a dead letter."""
+    """Decode one Kafka record value into an event for a table, a skip, or a dead letter; never raises."""
+    try:
+        return _decode_json(topic, partition, offset, value, plan)
+    except Exception as exc:  # noqa: BLE001 (one record's failure, whatever it is, is that record's)
+        return undecodable(exc)
+
+
+def _decode_json(topic: str, partition: int, offset: int, value: bytes | None, plan: DecodePlan) -> Decoded:
     if value is None:
         return Decoded(SKIP, TOMBSTONE)
     try:

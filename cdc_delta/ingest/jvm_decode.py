@@ -17,14 +17,15 @@ that every record ends as it always has: same status, same reason, same values.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
-from cdc_delta import columns as C
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
 from cdc_delta.ingest.connect_values import Conversion, conversion, let
 from cdc_delta.ingest.decoded import KAFKA_COLUMNS, decoded_schema
@@ -65,6 +66,13 @@ def read_schema(text: str | None) -> ImageSchema | None:
     (also where it has no schema, or its head is not valid UTF-8: :func:`_schema_texts`)."""
     if text is None:
         return None
+    try:
+        return _read_schema(text)
+    except Exception:  # noqa: BLE001 (a schema that breaks the reader, say nested too deep, is left to the reference, which dead-letters its records)
+        return None
+
+
+def _read_schema(text: str) -> ImageSchema | None:
     try:
         schema = json.loads(text)
     except json.JSONDecodeError:
@@ -211,32 +219,39 @@ def _seq_sql() -> str:
     )
 
 
-def _image_sql(image: ImageSchema, keys: Iterable[str]) -> str:
+def _image(image: ImageSchema, keys: Iterable[str]) -> Column:
     """A struct {ok, row_json} of a record's image of this schema: the image parsed once (``img``), its
-    values made canonical once (``r``)."""
-    ddl = ", ".join(f"{C.quote(name)} {convert.json_type}" for name, convert in image.columns)
-    ddl += f", {_CORRUPT} STRING"
-    text = f"IF({ENV}.payload.op = 'd', {ENV}.payload.before, {ENV}.payload.after)"
-    canonical = ", ".join(
-        f"{C.string_literal(n)}, {convert.apply(f'img.{C.quote(n)}', text)}" for n, convert in image.columns
-    )
-    converts = [f"(img.{C.quote(n)} IS NULL OR r.{C.quote(n)} IS NOT NULL)" for n, _ in image.columns]
-    names = {n for n, _ in image.columns}
-    present_keys = [f"r.{C.quote(k)} IS NOT NULL" if k in names else "false" for k in keys]
-    ok = " AND ".join(
-        [
-            "img IS NOT NULL",
-            f"img.{_CORRUPT} IS NULL",
-            *converts,
-            *present_keys,
-            f"size(json_object_keys({text})) = {len(image.columns)}",
+    values made canonical once (``r``). Built from Column objects: a column is reached by its position
+    (the parsed image is cast to a struct of positional names), so that no name, whatever it holds
+    (quotes, dots, braces, a case that differs from another's), is ever parsed or resolved."""
+    payload = F.col(ENV).getField("payload")
+    text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
+    names = [name for name, _ in image.columns]
+    types = [_parse_datatype_string(convert.json_type) for _, convert in image.columns]
+    corrupt = StructField(_CORRUPT, StringType())
+    as_read = StructType([StructField(n, t) for n, t in zip(names, types, strict=True)] + [corrupt])
+    positional = StructType([StructField(f"c{i}", t) for i, t in enumerate(types)] + [corrupt])
+    options = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+    parsed = F.from_json(text, as_read, options).cast(positional)
+    at = {name: f"c{i}" for i, name in enumerate(names)}
+
+    def canonical(img: Column) -> Column:
+        values = [
+            convert.apply(img.getField(f"c{i}"), text).alias(f"c{i}") for i, (_, convert) in enumerate(image.columns)
         ]
-    )
-    options = f"map('columnNameOfCorruptRecord', '{_CORRUPT}', 'mode', 'PERMISSIVE')"
-    result = f"named_struct('ok', coalesce({ok}, false), 'row_json', to_json(r, map('ignoreNullFields', 'false')))"
-    return let(
-        f"from_json({text}, {C.string_literal(ddl)}, {options})", "img", let(f"named_struct({canonical})", "r", result)
-    )
+        return let(F.struct(*values), lambda r: _checked(img, r))
+
+    def _checked(img: Column, r: Column) -> Column:
+        conditions = [img.isNotNull(), img.getField(_CORRUPT).isNull()]
+        conditions += [img.getField(c).isNull() | r.getField(c).isNotNull() for c in at.values()]
+        conditions += [r.getField(at[k]).isNotNull() if k in at else F.lit(False) for k in keys]
+        conditions.append(F.size(F.json_object_keys(text)) == len(names))
+        ok = functools.reduce(lambda a, b: a & b, conditions)
+        row = F.struct(*[r.getField(at[name]).alias(name) for name in names])
+        row_json = F.to_json(row, {"ignoreNullFields": "false"})
+        return F.struct(F.coalesce(ok, F.lit(False)).alias("ok"), row_json.alias("row_json"))
+
+    return let(parsed, canonical)
 
 
 def _plain_source() -> Column:
@@ -281,7 +296,7 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
     descriptors: list[Column] = []
     for (schema_id, name), schema in sorted(found.images.items()):
         branch = (F.col(SCHEMA_ID) == F.lit(schema_id)) & (table == F.lit(name))
-        value = F.expr(_image_sql(schema, plan.keys[name]))
+        value = _image(schema, plan.keys[name])
         image = F.when(branch, value) if image is None else image.when(branch, value)
         descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
     assert image is not None
