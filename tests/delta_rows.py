@@ -8,6 +8,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DateType, DecimalType, TimestampType
 
+from cdc_delta.columns import quote
+
 COMPARED_METADATA = ("_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table")
 
 
@@ -17,7 +19,7 @@ def canonical_columns(df: DataFrame) -> list[Column]:
     for f in df.schema.fields:
         if f.name.startswith("_cdc_"):
             continue
-        c = F.col(f"`{f.name}`")
+        c = F.col(quote(f.name))
         if isinstance(f.dataType, (DecimalType, DateType)):
             c = c.cast("string")
         elif isinstance(f.dataType, TimestampType):
@@ -97,9 +99,9 @@ def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[
 
     df = spark.read.format("delta").load(path)
     cols = [
-        F.unix_micros(F.col(f"`{f.name}`")).alias(f.name)
+        F.unix_micros(F.col(quote(f.name))).alias(f.name)
         if isinstance(f.dataType, TimestampType)
-        else F.col(f"`{f.name}`")
+        else F.col(quote(f.name))
         for f in df.schema.fields
     ]
     by_spark = sorted((tuple(plain(v) for v in r) for r in df.select(*cols).collect()), key=repr)

@@ -207,7 +207,8 @@ def _decode_json(topic: str, partition: int, offset: int, value: bytes | None, p
     if value is None:
         return Decoded(SKIP, TOMBSTONE)
     try:
-        message = json.loads(value)
+        # Decoded strictly first: json.loads on bytes lets UTF-8-encoded surrogates through.
+        message = json.loads(value.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _dead(f"value is not valid UTF-8 JSON: {exc}")
     schema = None
@@ -252,7 +253,10 @@ def decode_message(
     if table is None:
         return _dead(f"no configured table routes topic {topic!r} (source db {db!r}, table {tbl!r})", **known)
     known["table"] = table
-    seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
+    try:
+        seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
+    except ValueError as exc:
+        return _dead(str(exc), **known)
     known.update(seq=seq, source_ts_ms=seq.ts_ms or None)
     if op == "t":
         return _truncate(known, plan, "truncate")

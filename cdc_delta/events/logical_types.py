@@ -228,7 +228,12 @@ def to_canonical(type_name: str, value: Any) -> Any:
             raise ValueError(f"expected a number, got {value!r}")
         return float(value)
     if type_name == "string":
-        return value if isinstance(value, str) else _as_json_text(value, {})
+        text = value if isinstance(value, str) else _as_json_text(value, {})
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{text!r} is not valid Unicode (a lone UTF-16 surrogate)") from None
+        return text
     if type_name == "binary":
         if not isinstance(value, str):
             raise ValueError(f"expected base64 text, got {value!r}")
@@ -243,7 +248,10 @@ def to_canonical(type_name: str, value: Any) -> Any:
         return dt.date.fromisoformat(str(value)).isoformat()
     if type_name == "timestamp":
         if isinstance(value, int) and not isinstance(value, bool):
-            return value  # canonical microseconds (schema-typed fields are scaled before this)
+            # canonical microseconds (schema-typed fields are scaled before this), as Spark holds them
+            if not -_INT_RANGE["bigint"] <= value < _INT_RANGE["bigint"]:
+                raise ValueError(f"{value} microseconds since the epoch is out of range for a timestamp")
+            return value
         return _zoned_timestamp(value, {})
     if type_name == "array<string>":
         if isinstance(value, str):

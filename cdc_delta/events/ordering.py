@@ -74,9 +74,14 @@ def _int(value: Any) -> int:
     return 0
 
 
+_BOUND = {"int": 2**31, "bigint": 2**63}
+
+
 def event_seq(op: str, source: dict[str, Any], payload_ts_ms: Any, partition: int, offset: int) -> Seq:
-    """The ordering key of one event from its op, Debezium ``source`` block and Kafka coordinates."""
-    return Seq(
+    """The ordering key of one event from its op, Debezium ``source`` block and Kafka coordinates;
+    ValueError where a field does not fit its column (a position no binlog holds: the event could not
+    be ordered, and is dead-lettered)."""
+    seq = Seq(
         phase=0 if op == "r" else 1,
         gtid=gtid_sequence(source.get("gtid")),
         file=binlog_file_number(source.get("file")),
@@ -86,3 +91,7 @@ def event_seq(op: str, source: dict[str, Any], payload_ts_ms: Any, partition: in
         partition=partition,
         offset=offset,
     )
+    for (name, type_name), value in zip(SEQ_FIELDS, seq, strict=True):
+        if not -_BOUND[type_name] <= value < _BOUND[type_name]:
+            raise ValueError(f"source position out of range: {name} {value} does not fit a {type_name}")
+    return seq

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from cdc_delta.events.avro import HEADER_BYTES, MAGIC, AvroEnvelope, UnsupportedSchema, decode_avro
-from cdc_delta.events.envelope import DecodePlan
+from cdc_delta.events.envelope import DecodePlan, undecodable
 from cdc_delta.ingest.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
 from cdc_delta.ingest.schema_registry import AvroSchemas
 
@@ -39,6 +39,24 @@ def _row(decoded: Any) -> dict[str, Any]:
     if decoded.seq is not None:
         row["seq"] = decoded.seq._asdict()
     return row
+
+
+def _arrow(rows: list[dict[str, Any]], decoded_type: Any) -> Any:
+    """The decoded rows as an Arrow array; a row Arrow cannot hold (a value out of its field's range)
+    becomes the dead letter of its record, not the failure of the batch."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(rows, type=decoded_type)
+    except Exception:  # noqa: BLE001 (found row by row below)
+        fitting = []
+        for row in rows:
+            try:
+                pa.array([row], type=decoded_type)
+                fitting.append(row)
+            except Exception as exc:  # noqa: BLE001 (that record's failure, whatever it is)
+                fitting.append(_row(undecodable(exc)))
+        return pa.array(fitting, type=decoded_type)
 
 
 def avro_decoded(
@@ -68,7 +86,7 @@ def avro_decoded(
                 )
             ]
             yield pa.RecordBatch.from_arrays(
-                [*batch.columns, pa.array(rows, type=decoded_type)], names=[*batch.schema.names, DECODED]
+                [*batch.columns, _arrow(rows, decoded_type)], names=[*batch.schema.names, DECODED]
             )
 
     return kafka.mapInArrow(decode, schema)

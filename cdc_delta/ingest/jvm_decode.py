@@ -4,27 +4,34 @@
    distinct Connect schemas and source tables of the batch, a handful of rows.
 2. On the driver each distinct schema is read once, with the reference decoder's own code, into
    per-column conversions (:mod:`.connect_values`), and each source table is routed.
-3. One projection decodes every record: the image is read with ``from_json`` (once per record, bound
-   in a lambda) and its values made canonical by Spark expressions, into the very struct the
-   reference decoder returns (:class:`~cdc_delta.events.envelope.Decoded`).
+3. A few projections decode every record: the image is read with ``from_json`` once per record, by a
+   schema object, its fields reached by position (a column's name, whatever it holds, is never parsed
+   as SQL), its values made canonical by Spark expressions, into the very struct the reference decoder
+   returns (:class:`~cdc_delta.events.envelope.Decoded`).
 
-A record this projection cannot decode exactly as the reference does - bad JSON, no schema, no route,
-an op other than c/u/d/r, Debezium's own records, a schema with a type the expressions do not cover, a
-value that does not convert, a null key, a field the schema does not name - gets no struct here; the
-caller decodes those with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so
-that every record ends as it always has: same status, same reason, same values.
+A record this projection cannot decode exactly as the reference does - bad or lenient JSON (single
+quotes, bare NaN, data after the envelope), no schema, no route, an op other than c/u/d/r, Debezium's
+own records, a schema with a type the expressions do not cover, a value that does not convert, a source
+position out of range, a lone surrogate, a null key, a field the schema does not name - gets no struct
+here; the caller decodes those with the reference decoder
+(:func:`cdc_delta.events.envelope.decode_record`), so that every record ends as it always has: same
+status, same reason, same values.
+
+Differences left (:mod:`.connect_values` has one more): a field nested within a few levels of the
+parsers' limits (Jackson refuses 1,000 levels; Python's parser gives up near its recursion limit, sooner
+the deeper the stack it is called on) may be decoded by one and refused by the other; no source writes
+one. A record either decoder refuses is dead-lettered with the reason, never dropped.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
 from cdc_delta.ingest.connect_values import Conversion, conversion, let
@@ -44,9 +51,13 @@ _PAYLOAD = (
 _ENVELOPE = f"schema STRING, payload STRUCT<{_PAYLOAD}>"
 _HEAD = '{"schema":'
 _PAYLOAD_KEY = ',"payload":'
-_DIGITS = r"'^-?[0-9]+$'"
-_GTID_SEQUENCE = r"'^\\s*[0-9]+-[0-9]+-([0-9]+)\\s*$'"
-_FILE_NUMBER = r"'([0-9]+)[^0-9]*$'"
+_DIGITS = r"^-?[0-9]+$"
+_GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
+_FILE_NUMBER = r"([0-9]+)[^0-9]*$"
+STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+"""JSON as Python's parser (the reference) reads it: Jackson's leniencies that Spark turns on, single
+quotes and bare NaN/INF/+Infinity, off. A record with a bare NaN or Infinity (which Python reads) goes to
+the reference decoder."""
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
 _CORRUPT = "_cdc_unreadable"
 
@@ -111,6 +122,15 @@ def _shaped() -> Column:
     return text.startswith(_HEAD) & text.endswith("}") & (F.octet_length(head) < F.octet_length("value"))
 
 
+def _one_value(text: Column, ddl: str) -> Column:
+    """The JSON object ``text`` holds, read as ``STRUCT<ddl>``; NULL where anything but whitespace follows
+    it. Jackson stops at the end of the first value and Spark ignores the rest, so a record holding two
+    envelopes would otherwise be read as the first: it is read as a one-element array instead, which
+    anything after the object makes invalid (the reference decoder then refuses the record)."""
+    values = F.from_json(F.concat(F.lit("["), text, F.lit("]")), f"ARRAY<STRUCT<{ddl}>>", STRICT_JSON)
+    return F.when(F.size(values) == 1, F.element_at(values, 1))
+
+
 def _schema_id(whole_schema: Column) -> Column:
     """A record's schema id: the hash of its head where shaped, else of its schema as parsed whole
     (``whole_schema``, the ``schema`` field read as a string)."""
@@ -133,8 +153,8 @@ def envelopes(batch: DataFrame) -> DataFrame:
     payload_text = F.substring("value", at, F.octet_length("value") - at).cast("string")
     shaped = _shaped()
     # Spark evaluates from_json in a CASE's every branch: the whole record is given only where needed.
-    parsed = F.from_json(F.when(~shaped, text), _ENVELOPE)
-    payload = F.when(shaped, F.from_json(payload_text, f"STRUCT<{_PAYLOAD}>")).otherwise(parsed.getField("payload"))
+    parsed = _one_value(F.when(~shaped, text), _ENVELOPE)
+    payload = F.when(shaped, _one_value(payload_text, _PAYLOAD)).otherwise(parsed.getField("payload"))
     return _with_head(batch).select(
         *KAFKA_KEPT,
         F.struct(payload.alias("payload")).alias(ENV),
@@ -199,71 +219,131 @@ def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    whole = F.from_json(F.when(~_shaped(), F.col("value").cast("string")), "schema STRING").getField("schema")
+    whole = _one_value(F.when(~_shaped(), F.col("value").cast("string")), _ENVELOPE).getField("schema")
     head = F.when(F.is_valid_utf8(_HEAD_COLUMN), F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1))
     schema = F.when(_shaped(), head).otherwise(whole)
     found = _with_head(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
     return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 
-def _seq_sql() -> str:
-    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record, as SQL over the envelope."""
-    s = f"{ENV}.payload.source"
-    number = "CASE WHEN {c} RLIKE " + _DIGITS + " THEN try_cast({c} AS bigint) ELSE 0 END"
-    return (
-        f"named_struct('phase', IF({ENV}.payload.op = 'r', 0, 1), "
-        f"'gtid', coalesce(try_cast(nullif(regexp_extract({s}.gtid, {_GTID_SEQUENCE}, 1), '') AS bigint), 0), "
-        f"'file', coalesce(try_cast(nullif(regexp_extract({s}.file, {_FILE_NUMBER}, 1), '') AS bigint), 0), "
-        f"'pos', {number.format(c=f'{s}.pos')}, 'row', CAST({number.format(c=f'{s}.row')} AS int), "
-        f"'ts_ms', {number.format(c=f'{s}.ts_ms')}, 'partition', CAST(partition AS int), 'offset', offset)"
+def _source(name: str) -> Column:
+    return F.col(ENV).getField("payload").getField("source").getField(name)
+
+
+def _number(text: Column) -> Column:
+    """A position field as the reference reads it: its integer, 0 where it holds none."""
+    return F.when(text.rlike(_DIGITS), text.try_cast("bigint")).otherwise(F.lit(0).cast("bigint"))
+
+
+def _sequence(text: Column, pattern: str) -> Column:
+    """The number a GTID or binlog file name holds (``pattern``'s group), 0 where it holds none."""
+    digits = F.nullif(F.regexp_extract(text, pattern, 1), F.lit(""))
+    return F.coalesce(digits.try_cast("bigint"), F.lit(0).cast("bigint"))
+
+
+def _seq() -> Column:
+    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record; a field that does not fit its
+    type is NULL here, and the record is not :func:`_plain_source` (the reference dead-letters it)."""
+    op = F.col(ENV).getField("payload").getField("op")
+    return F.struct(
+        F.when(op == "r", F.lit(0)).otherwise(F.lit(1)).alias("phase"),
+        _sequence(_source("gtid"), _GTID_SEQUENCE).alias("gtid"),
+        _sequence(_source("file"), _FILE_NUMBER).alias("file"),
+        _number(_source("pos")).alias("pos"),
+        _number(_source("row")).try_cast("int").alias("row"),
+        _number(_source("ts_ms")).alias("ts_ms"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").alias("offset"),
     )
 
 
-def _image(image: ImageSchema, keys: Iterable[str]) -> Column:
-    """A struct {ok, row_json} of a record's image of this schema: the image parsed once (``img``), its
-    values made canonical once (``r``). Built from Column objects: a column is reached by its position
-    (the parsed image is cast to a struct of positional names), so that no name, whatever it holds
-    (quotes, dots, braces, a case that differs from another's), is ever parsed or resolved."""
-    payload = F.col(ENV).getField("payload")
-    text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
-    names = [name for name, _ in image.columns]
-    types = [_parse_datatype_string(convert.json_type) for _, convert in image.columns]
+_WHICH, _TEXT = "_which", "_text"
+_JSON_TYPES: dict[str, DataType] = {
+    "bigint": LongType(),
+    "double": DoubleType(),
+    "boolean": BooleanType(),
+    "string": StringType(),
+}
+"""The types :mod:`.connect_values` reads fields with."""
+
+
+def _parsed(k: int, image: ImageSchema) -> Column:
+    """``_img<k>``: the image of the records of schema ``k`` (:data:`_WHICH`), parsed by a schema object
+    (the names are data, never SQL) and cast by position to fields ``c0``, ``c1``, ... (names that differ
+    only in case, say, are never resolved); NULL for other records, which are not even parsed."""
+    types = [_JSON_TYPES[convert.json_type] for _, convert in image.columns]
     corrupt = StructField(_CORRUPT, StringType())
+    names = [name for name, _ in image.columns]
     as_read = StructType([StructField(n, t) for n, t in zip(names, types, strict=True)] + [corrupt])
     positional = StructType([StructField(f"c{i}", t) for i, t in enumerate(types)] + [corrupt])
-    options = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
-    parsed = F.from_json(text, as_read, options).cast(positional)
-    at = {name: f"c{i}" for i, name in enumerate(names)}
+    options = {**STRICT_JSON, "columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+    text = F.when(F.col(_WHICH) == k, F.col(_TEXT))
+    return F.from_json(text, as_read, options).cast(positional).alias(f"_img{k}")
 
-    def canonical(img: Column) -> Column:
-        values = [
-            convert.apply(img.getField(f"c{i}"), text).alias(f"c{i}") for i, (_, convert) in enumerate(image.columns)
-        ]
-        return let(F.struct(*values), lambda r: _checked(img, r))
 
-    def _checked(img: Column, r: Column) -> Column:
-        conditions = [img.isNotNull(), img.getField(_CORRUPT).isNull()]
-        conditions += [img.getField(c).isNull() | r.getField(c).isNotNull() for c in at.values()]
-        conditions += [r.getField(at[k]).isNotNull() if k in at else F.lit(False) for k in keys]
-        conditions.append(F.size(F.json_object_keys(text)) == len(names))
-        ok = functools.reduce(lambda a, b: a & b, conditions)
-        row = F.struct(*[r.getField(at[name]).alias(name) for name in names])
-        row_json = F.to_json(row, {"ignoreNullFields": "false"})
-        return F.struct(F.coalesce(ok, F.lit(False)).alias("ok"), row_json.alias("row_json"))
+def _canonical(k: int, image: ImageSchema, keys: Iterable[str]) -> Column:
+    """``_r<k>``: for the records of schema ``k``, a struct {ok, row}: the image's values made canonical
+    once (``row``, fields ``c0``...) and whether every one converted, every key is there and the image
+    holds no other field. SQL over generated operands only (:mod:`.connect_values`); the parsed image
+    (``img``) and the canonical values (``r``) are bound once each, so that the expression reads
+    ``_img<k>`` once: a filter Spark pushes below these projections inlines it without copies."""
+    fields = [f"c{i}" for i in range(len(image.columns))]
+    at = {name: field for (name, _), field in zip(image.columns, fields, strict=True)}
+    values = ", ".join(
+        f"'{f}', {convert.apply(f'img.{f}', _TEXT)}" for f, (_, convert) in zip(fields, image.columns, strict=True)
+    )
+    checks = ["img IS NOT NULL", f"img.{_CORRUPT} IS NULL"]
+    checks += [f"(img.{f} IS NULL OR r.{f} IS NOT NULL)" for f in fields]
+    checks += [f"r.{at[key]} IS NOT NULL" if key in at else "false" for key in keys]
+    checks.append(f"size(json_object_keys({_TEXT})) = {len(fields)}")
+    result = f"named_struct('ok', coalesce({' AND '.join(checks)}, false), 'row', r)"
+    body = let(f"_img{k}", "img", let(f"named_struct({values})", "r", result))
+    return F.expr(f"CASE WHEN {_WHICH} = {k} THEN {body} END").alias(f"_r{k}")
 
-    return let(parsed, canonical)
+
+def _row_json(k: int, image: ImageSchema, canonical: StructType) -> Column:
+    """The canonical row of schema ``k`` as JSON, its fields named by the columns' names: the row is
+    cast by position to a struct type that holds them (``canonical``: the row's type as Spark made it;
+    one cast, and no name is ever parsed)."""
+    named = StructType([StructField(name, f.dataType) for (name, _), f in zip(image.columns, canonical, strict=True)])
+    return F.to_json(F.col(f"_r{k}").getField("row").cast(named), {"ignoreNullFields": "false"})
 
 
 def _plain_source() -> Column:
     """Valid UTF-8 (Spark's cast would replace bad bytes, the reference refuses them), an op the fast
-    path decodes, and a source position it reads as the reference does."""
-    s = f"{ENV}.payload.source"
-    fields = " AND ".join(f"({s}.{f} IS NULL OR {s}.{f} RLIKE {_DIGITS})" for f in ("pos", "row"))
+    path decodes, and a source position it reads as the reference does, every field of it in range."""
+
+    def integer(name: str, type_name: str) -> Column:
+        text = _source(name)
+        return text.rlike(_DIGITS) & text.try_cast(type_name).isNotNull()
+
+    def sequence(name: str, pattern: str) -> Column:
+        digits = F.coalesce(F.regexp_extract(_source(name), pattern, 1), F.lit(""))
+        return (digits == "") | digits.try_cast("bigint").isNotNull()
+
     return (
         F.col(UTF8_FLAG)
-        & F.col(f"{ENV}.payload.op").isin("c", "u", "d", "r")
-        & F.expr(f"{s}.ts_ms RLIKE {_DIGITS} AND {fields}")
+        & F.col(ENV).getField("payload").getField("op").isin("c", "u", "d", "r")
+        & integer("ts_ms", "bigint")
+        & (_source("pos").isNull() | integer("pos", "bigint"))
+        & (_source("row").isNull() | integer("row", "int"))
+        & sequence("gtid", _GTID_SEQUENCE)
+        & sequence("file", _FILE_NUMBER)
     )
+
+
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+_LONE_SURROGATE = (
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _lone_surrogate(text: Column) -> Column:
+    """Whether the image's text escapes a lone UTF-16 surrogate (``\\udfff``), which no valid text
+    holds: Spark would read it as ``?``, the reference dead-letters it. Looked for only in the rare text
+    that escapes a surrogate at all (JsonConverter writes text as UTF-8, unescaped)."""
+    return F.when(text.rlike(_SURROGATE_ESCAPE), text.rlike(_LONE_SURROGATE)).otherwise(F.lit(False))
 
 
 def _no_value() -> Column:
@@ -272,10 +352,10 @@ def _no_value() -> Column:
 
 def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
     """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the reference decoder's
-    struct for the records decoded here, NULL for the others. Two projections: the first computes each
-    record's table, image and ordering key once; the second assembles the struct from them (one
-    projection would compute the image once for its check and once more for its value: CASE WHEN does
-    not share them)."""
+    struct for the records decoded here, NULL for the others. Projections, each computing what the next
+    reads more than once (Spark does not merge a projection into the next where that would compute an
+    expression twice): each record's table, schema (``_which``), image text and ordering key; its image
+    parsed; its values made canonical and checked; the struct assembled."""
     source = f"{ENV}.payload.source"
     key = F.concat_ws(
         "\u0000",
@@ -292,26 +372,41 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
     )
     if not found.images:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    image: Column | None = None
+    schemas = sorted(found.images.items())
+    which: Column | None = None
     descriptors: list[Column] = []
-    for (schema_id, name), schema in sorted(found.images.items()):
+    for k, ((schema_id, name), schema) in enumerate(schemas):
         branch = (F.col(SCHEMA_ID) == F.lit(schema_id)) & (table == F.lit(name))
-        value = _image(schema, plan.keys[name])
-        image = F.when(branch, value) if image is None else image.when(branch, value)
+        which = F.when(branch, F.lit(k)) if which is None else which.when(branch, F.lit(k))
         descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
-    assert image is not None
-    parts = env.select(
+    assert which is not None
+    payload = F.col(ENV).getField("payload")
+    text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
+    routed = env.select(
         *KAFKA_KEPT,
         TOMBSTONE_FLAG,
         table.alias("_table"),
-        image.alias("_image"),
-        F.expr(_seq_sql()).alias("_seq"),
+        which.alias(_WHICH),
+        text.alias(_TEXT),
+        _seq().alias("_seq"),
         F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("_schema"),
         F.col(f"{ENV}.payload.op").alias("_op"),
         F.col(f"{source}.db").alias("_db"),
         F.col(f"{source}.table").alias("_tbl"),
-        (_plain_source() & table.isNotNull()).alias("_plain"),
+        (_plain_source() & ~_lone_surrogate(text) & table.isNotNull()).alias("_plain"),
     )
+    kept = [c for c in routed.columns if c != _TEXT]
+    parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (_, schema) in enumerate(schemas)])
+    canonical = parsed.select(
+        *kept, *[_canonical(k, schema, plan.keys[name]) for k, ((_, name), schema) in enumerate(schemas)]
+    )
+    image: Column | None = None
+    for k, (_, schema) in enumerate(schemas):
+        row_type = canonical.schema[f"_r{k}"].dataType["row"].dataType  # type: ignore[union-attr,index]
+        value = F.struct(F.col(f"_r{k}").getField("ok").alias("ok"), _row_json(k, schema, row_type).alias("row_json"))
+        image = F.when(F.col(_WHICH) == k, value) if image is None else image.when(F.col(_WHICH) == k, value)
+    assert image is not None
+    parts = canonical.select(*kept, image.alias("_image"))
     seq = F.col("_seq")
     decoded = F.struct(
         F.lit(OK).alias("status"),

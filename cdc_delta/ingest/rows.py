@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from cdc_delta import columns as C
 from cdc_delta.events import column_types
@@ -55,9 +56,15 @@ def _filled(value: Column, name: str, type_name: str, default: ColumnDefault, de
     return F.when(older, typed_literal(default.value, type_name)).otherwise(value)
 
 
-def json_ddl(business: Sequence[tuple[str, str]]) -> str:
-    """The from_json schema that reads the canonical JSON of these columns."""
-    return ", ".join(f"{C.quote(name)} {_json_type(type_name)}" for name, type_name in business)
+def _parsed_columns(business: Sequence[tuple[str, str]]) -> list[Column]:
+    """Each business column as read from an event's canonical JSON (``row_json``), by position: the
+    parsed struct is cast to positional names, so no column name is ever resolved (two names that
+    differ only in case would be ambiguous to Spark)."""
+    types = [_parse_datatype_string(_json_type(type_name)) for _, type_name in business]
+    as_read = StructType([StructField(name, t) for (name, _), t in zip(business, types, strict=True)])
+    positional = StructType([StructField(f"c{i}", t) for i, t in enumerate(types)])
+    parsed = F.from_json(field("row_json"), as_read).cast(positional)
+    return [parsed.getField(f"c{i}") for i in range(len(business))]
 
 
 def typed_rows(
@@ -74,10 +81,9 @@ def typed_rows(
     ``events`` holds the Kafka columns and the ``_decoded`` struct; ``business`` is the table's
     (column, type) list after schema evolution; ``descriptors`` the batch's distinct ``schema_json``.
     """
-    parsed = F.from_json(field("row_json"), json_ddl(business)) if business else None
     out = []
-    for name, type_name in business:
-        value = _typed(parsed.getField(name), type_name)  # type: ignore[union-attr]
+    for (name, type_name), parsed in zip(business, _parsed_columns(business) if business else [], strict=True):
+        value = _typed(parsed, type_name)
         if defaults and name in defaults:
             value = _filled(value, name, type_name, defaults[name], descriptors)
         out.append(value.alias(name))

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_delta import columns as C
 from cdc_delta.events import column_types
 from cdc_delta.exceptions import SchemaChangeError
 
@@ -50,7 +51,7 @@ def plan_schema(
     for descriptor in sorted(set(incoming)):
         for name, type_name, *default in json.loads(descriptor):
             if name not in current:
-                _check_name(table, name)
+                _check_name(table, name, current)
                 current[name] = type_name
                 order.append(name)
                 added[name] = type_name
@@ -66,8 +67,8 @@ def plan_schema(
                         "which the Delta table cannot follow"
                         + ("" if allow_widening else " (allow_type_widening is off)")
                         + ". The table is stopped and its events are parked in the dead letters; "
-                        "migrate the column (ALTER TABLE or a rebuild), clear the table property "
-                        "cdc_delta.stopped, and replay the parked events."
+                        f"migrate the column (ALTER TABLE or a rebuild), then `cdc-delta resume-table --table "
+                        f"{table}` and `cdc-delta replay-dead-letters --table {table}`."
                     )
                 if name in added:
                     added[name] = wider
@@ -87,14 +88,33 @@ def plan_schema(
 _NOT_IN_DELTA_NAMES = set(" ,;{}()\n\t=")
 
 
-def _check_name(table: str, name: str) -> None:
+def _check_name(table: str, name: str, columns: Iterable[str]) -> None:
+    """Refuse a new column that Delta cannot hold beside the table's ``columns``."""
+    fix = (
+        "The table is stopped and its events are parked in the dead letters; rename the column at the source "
+        f"(or replicate a view with a plain name), then `cdc-delta resume-table --table {table}` and "
+        f"`cdc-delta replay-dead-letters --table {table}`."
+    )
     bad = sorted(set(name) & _NOT_IN_DELTA_NAMES)
     if bad:
         raise SchemaChangeError(
             f"table {table}: source column {name!r} has characters a Delta column name cannot hold "
-            f"({' '.join(repr(c) for c in bad)}). The table is stopped and its events are parked in the dead "
-            "letters; rename the column at the source (or replicate a view with a plain name), clear the "
-            "table property cdc_delta.stopped, and replay the parked events."
+            f"({' '.join(repr(c) for c in bad)}). {fix}"
+        )
+    if "`" in name:
+        raise SchemaChangeError(
+            f"table {table}: source column {name!r} holds a backtick, which Delta's MERGE cannot address. {fix}"
+        )
+    if name.lower().startswith(C.PREFIX):
+        raise SchemaChangeError(
+            f"table {table}: source column {name!r} starts with {C.PREFIX!r}, which names cdc-delta's own "
+            f"columns. {fix}"
+        )
+    same = [c for c in columns if c.lower() == name.lower()]
+    if same:
+        raise SchemaChangeError(
+            f"table {table}: source column {name!r} differs from column {same[0]!r} only in case, and Delta "
+            f"column names ignore case. {fix}"
         )
 
 

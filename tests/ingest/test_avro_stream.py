@@ -91,9 +91,12 @@ def test_an_avro_stream_equals_the_json_stream_of_the_same_changes(
     )
     values = avro_values(schema_registry.url, f"{avro_prefix}.e2e.wide")
     unknown = b"\x00\x00\x00\x27\x0f" + next(v for v in values if v is not None)[5:]
+    # A poison record: its schema, nested 100,000 deep, is past what any JSON reader in Python recurses.
+    deep = schema_registry.register(f"{avro_prefix}-poison", "[" * 100_000 + "]" * 100_000)
+    poison = b"\x00" + deep.to_bytes(4, "big") + b"\x02"
     send(kafka_bootstrap, f"{avro_prefix}.e2e.wide", values)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    for bad in (NOT_AVRO, unknown):
+    for bad in (NOT_AVRO, unknown, poison):
         producer.produce(f"{avro_prefix}.e2e.wide", value=bad)
     producer.flush(30)
 
@@ -119,7 +122,10 @@ def test_an_avro_stream_equals_the_json_stream_of_the_same_changes(
         row.pop(C.OFFSET)
     assert avro_rows == json_rows and len(json_rows) >= 5
     dead = spark.read.format("delta").load(load_config(avro_config, env={}).storage.dead_letters).collect()
-    assert sorted(bytes(r["value"]) for r in dead) == sorted([NOT_AVRO, unknown])
+    assert sorted(bytes(r["value"]) for r in dead) == sorted([NOT_AVRO, unknown, poison])
+    reason = next(r["reason"] for r in dead if bytes(r["value"]) == poison)
+    assert reason.startswith(f"Avro schema id {deep}: not a Debezium envelope schema: the schema cannot be read: ")
+    assert "RecursionError" in reason
 
 
 def test_a_registry_that_cannot_be_reached_stops_the_stream_and_loses_nothing(

@@ -12,59 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import functions as F
 
-from cdc_delta.config import parse_config
-from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
-from cdc_delta.events.envelope import DecodePlan, decode_record
-from cdc_delta.ingest.decode import decode_batch
-from cdc_delta.ingest.jvm_decode import FAST, envelopes, fast_decoded, probe
+from tests.ingest.decoding import COMPACT, SPACED, Record, assert_same, decoded_both_ways, fast_share, plan_for
 
 pytestmark = pytest.mark.spark
 
 CAPTURE = Path(__file__).parents[1] / "events" / "debezium" / "mariadb-3.5.0.jsonl"
-Record = tuple[str, int, int, bytes | None, bytes | None]
-
-
-def plan_for(tables: list[dict[str, Any]]) -> DecodePlan:
-    return DecodePlan.from_config(parse_config({"app_id": "jvm", "storage": {"root": "/tmp/jvm"}, "tables": tables}))
-
-
-def decoded_both_ways(
-    spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None
-) -> list[tuple[Any, Any]]:
-    """(JVM path's decoded struct as a dict, reference's Decoded as a dict) per record, by offset."""
-    batch = decode_batch(kafka_frame(spark, records), plan, schemas)
-    try:
-        jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in batch.frame.collect()}
-    finally:
-        batch.release()
-    out = []
-    for topic, partition, offset, _key, value in records:
-        reference = decode_record(topic, partition, offset, value, plan)._asdict()
-        reference["seq"] = reference["seq"]._asdict() if reference["seq"] is not None else None
-        out.append((jvm[offset], reference))
-    return out
-
-
-def assert_same(pairs: list[tuple[Any, Any]]) -> None:
-    for jvm, reference in pairs:
-        for name in ("row_json",):
-            jvm[name] = json.loads(jvm[name]) if jvm[name] is not None else None
-            reference[name] = json.loads(reference[name]) if reference[name] is not None else None
-        assert jvm == reference
-
-
-def fast_share(spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None) -> float:
-    frame = kafka_frame(spark, records)
-    env = envelopes(frame)
-    fast = fast_decoded(env, plan, probe(frame, env, plan, schemas))
-    return fast.where(F.col(FAST).isNotNull()).count() / len(records)
-
-
-COMPACT = (",", ":")  # as Kafka Connect's JsonConverter writes
-SPACED = (", ", ": ")  # as other producers may
 
 
 def without(value: str | None, column: str, separators: tuple[str, str] = COMPACT) -> bytes | None:
