@@ -49,3 +49,11 @@ class SchemaRegistryError(CdcDeltaError):
 
 class KafkaUnavailable(CdcDeltaError):
     """The Kafka brokers cannot be reached; nothing was read or written."""
+
+
+class TableUnavailable(CdcDeltaError):
+    """A replicated table was deleted or replaced under the stream; that table stops, its events parked."""
+
+
+class CheckpointMismatch(CdcDeltaError):
+    """The stream's checkpoint does not match what the tables recorded (older, or corrupt); nothing was read."""

@@ -43,3 +43,41 @@ def same_location(a: str | None, b: str | None) -> bool:
 def exists(spark: SparkSession, location: str) -> bool:
     fs, path = _fs(spark, location)
     return bool(fs.exists(path))
+
+
+def list_names(spark: SparkSession, location: str) -> list[str]:
+    """The names of the files and folders directly under ``location`` (none when it does not exist)."""
+    fs, path = _fs(spark, location)
+    if not fs.exists(path):
+        return []
+    return [str(s.getPath().getName()) for s in fs.listStatus(path)]
+
+
+def read_text(spark: SparkSession, location: str) -> str | None:
+    """The UTF-8 text of the file at ``location``; None when there is none."""
+    fs, path = _fs(spark, location)
+    if not fs.exists(path):
+        return None
+    stream = fs.open(path)
+    try:
+        jvm = spark.sparkContext._jvm
+        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))  # type: ignore[union-attr]
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, location: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to the file at ``location``, replacing it: written beside under a
+    temporary name, then renamed, so that a reader never finds half a file."""
+    fs, path = _fs(spark, location)
+    jvm = spark.sparkContext._jvm
+    staging = jvm.org.apache.hadoop.fs.Path(path.getParent(), f".{path.getName()}.tmp")  # type: ignore[union-attr]
+    out = fs.create(staging, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+    if fs.exists(path):
+        fs.delete(path, False)
+    if not fs.rename(staging, path):
+        raise OSError(f"cannot rename {staging} to {location}")

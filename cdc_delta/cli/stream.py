@@ -102,6 +102,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} "
             f"{dash(st.rows):>10} {dash(st.deleted):>8}"
         )
+    for st in tables:
+        if st.stopped_reason is not None:
+            print(f"stopped: {st.table}: {st.stopped_reason}")
+        if st.unreadable is not None:
+            print(f"unreadable: {st.table}: {st.unreadable}")
     dead = dead_letter_count(config)
     print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
     return 0
@@ -120,6 +125,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"{result.dead_lettered} dead-lettered again, {result.skipped} skipped"
     )
     return 0 if result.dead_lettered == 0 else 1
+
+
+def cmd_resume_table(args: argparse.Namespace) -> int:
+    from cdc_delta.ingest.resume import resume_table
+
+    config = load_config(args.config)
+    done = resume_table(spark_for(config), config, args.table)
+    for line in done:
+        print(line)
+    if not done:
+        print(f"table {args.table} is not stopped: nothing to do")
+        return 0
+    print(
+        f"next: restart the stream (it reads a table's state once), then `cdc-delta replay-dead-letters --config "
+        f"{args.config} --table {args.table}` to apply the events parked while it was stopped"
+    )
+    return 0
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -177,6 +199,20 @@ def add_commands(sub: Any) -> None:
     replay.add_argument("--table", help="only the dead letters of this logical table (db.table)")
     replay.add_argument("--since", help="only those dead-lettered at or after this UTC time (YYYY-MM-DDTHH:MM)")
     replay.set_defaults(func=cmd_replay)
+
+    resume = sub.add_parser(
+        "resume-table",
+        help="resume a stopped table once its cause is fixed (then restart the stream and replay its dead letters)",
+        description=(
+            "Clear a table's stopped flag (cdc_delta.stopped), and where the table was deleted or replaced under "
+            "the stream, accept what is at its path now: the replacement, or none (the next batch then creates "
+            "the table anew, holding only later changes: read the table from the source again, with Debezium's "
+            "execute-snapshot signal). Then restart the stream and run replay-dead-letters for the table."
+        ),
+    )
+    add_config_argument(resume)
+    resume.add_argument("--table", required=True, help="the logical table (db.table)")
+    resume.set_defaults(func=cmd_resume_table)
 
     sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
     add_config_argument(sql)

@@ -21,7 +21,7 @@ from cdc_delta import columns as C
 from cdc_delta.config import AppConfig
 from cdc_delta.events.envelope import DEAD, OK, SKIP, DecodePlan
 from cdc_delta.events.ordering import Seq
-from cdc_delta.exceptions import ConfigError, SchemaChangeError
+from cdc_delta.exceptions import CdcDeltaError, ConfigError, TableUnavailable
 from cdc_delta.ingest import column_defaults
 from cdc_delta.ingest.batch_stats import BatchStats, collect_stats, latest_truncates
 from cdc_delta.ingest.dead_letters import dead_letter_rows, write_dead_letters
@@ -36,11 +36,12 @@ from cdc_delta.ingest.delta_tables import (
     mark_stopped,
     table_state,
 )
-from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows
+from cdc_delta.ingest.merge import Commit, MergeResult, apply_truncate, merge_rows, txn_app_id
 from cdc_delta.ingest.results import BatchResult, TableResult
 from cdc_delta.ingest.rows import typed_rows
 from cdc_delta.ingest.schema_evolution import SchemaPlan, plan_schema
-from cdc_delta.ingest.table_workers import TableWorkers
+from cdc_delta.ingest.table_registry import TableRegistry, registry_path
+from cdc_delta.ingest.table_workers import TableWorkers, fails_the_batch, one_line
 from cdc_delta.maintenance.write_hold import hold_path, lock_path, wait_while_held
 
 logger = logging.getLogger(__name__)
@@ -92,8 +93,11 @@ def _table_work(stats: BatchStats, batch_metadata: dict[str, Any]) -> list[_Tabl
 class BatchProcessor:
     """The ``foreachBatch`` function: ``query.foreachBatch(BatchProcessor(config))``."""
 
-    def __init__(self, config: AppConfig) -> None:
+    def __init__(self, config: AppConfig, epoch: str | None = None) -> None:
+        """``epoch``: the checkpoint's (:mod:`.checkpoint`), part of every transaction id and commit; None
+        where there is no checkpoint (a replay of dead letters) or it predates epochs."""
         self.config = config
+        self.epoch = epoch or None
         self.plan = DecodePlan.from_config(config)
         # Table schema and stopped flag, read once per table and kept current by this processor's own
         # changes: an operator who alters a table or clears its stopped flag restarts the stream.
@@ -104,8 +108,15 @@ class BatchProcessor:
         self._lock_file = _maintenance_lock(config)
         self._manifest = config.live_tables.enabled
         self._workers: TableWorkers | None = None
+        self._registry_at = registry_path(config)
+        self._known: TableRegistry | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
         self._decode = decoder_for(config, self.plan)
+
+    @property
+    def _registry(self) -> TableRegistry:
+        assert self._known is not None, "the registry is read at the start of each batch"
+        return self._known
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -123,6 +134,7 @@ class BatchProcessor:
                 return BatchResult(batch_id, duration_s=time.monotonic() - t0)
             metadata = {
                 "app_id": self.config.app_id,
+                "epoch": self.epoch,
                 "batch_id": batch_id,
                 "offsets": stats.offsets,
                 "max_source_ts_ms": stats.max_source_ts_ms,
@@ -131,6 +143,8 @@ class BatchProcessor:
                 "partition_max_source_ts_ms": {t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             }
             ctx = _Batch(batch.sparkSession, decoding, batch_id, started, metadata)
+            if self._known is None:
+                self._known = TableRegistry(batch.sparkSession, self._registry_at)
             if self._workers is None:
                 self._workers = TableWorkers(batch.sparkSession, self.config.merge_concurrency)
             works = _table_work(stats, metadata)
@@ -159,15 +173,26 @@ class BatchProcessor:
 
     def _apply_table(self, ctx: _Batch, work: _TableWork, spark: SparkSession) -> TableResult:
         """Follow the table's schema, MERGE its events, apply its truncates, in ``spark`` (a session of
-        the table's own while tables are merged concurrently); a table that cannot follow its source
-        stops, and its events are parked."""
+        the table's own while tables are merged concurrently). A table that fails, whatever the error,
+        stops alone and its events are parked; only a failure of the process (Spark stopped, the batch
+        cancelled) fails the batch."""
         path = self.config.storage.table_path(self.config.table(work.name))
-        state = self._states.get(path) or table_state(spark, path)
+        try:
+            return self._write_table(ctx, work, path, spark)
+        except Exception as exc:  # noqa: BLE001 (one table's failure, whatever it is, is that table's)
+            if fails_the_batch(spark, exc):
+                raise
+            return self._stop_table(spark, work, path, exc)
+
+    def _write_table(self, ctx: _Batch, work: _TableWork, path: str, spark: SparkSession) -> TableResult:
+        state = self._states.get(path) or self._read_state(spark, work.name, path)
+        if state.stopped:
+            reason = state.stopped_reason or f"table {work.name} is stopped (table property cdc_delta.stopped)"
+            logger.error("%s (%d events parked)", reason, work.events)
+            return TableResult(work.name, work.events, parked=work.events, error=reason)
         if not state.exists and not work.descriptors:
             return TableResult(work.name, work.events)  # only truncates of a table that holds nothing yet
-        plan = self._plan_schema(spark, work, path, state)
-        if isinstance(plan, str):
-            return TableResult(work.name, work.events, parked=work.events, error=plan)
+        plan = plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
         if state.exists and self._lock_file:  # maintenance may be holding writes so that it can commit
             wait_while_held(hold_path(self._lock_file, work.name), work.name)
         if state.exists and self._manifest and not state.manifest:  # a table from before live_tables.enabled
@@ -177,13 +202,64 @@ class BatchProcessor:
         truncated = self._truncate(ctx, work, path, spark)
         return TableResult(work.name, work.events, merge=merge, truncated=truncated)
 
+    def _read_state(self, spark: SparkSession, name: str, path: str) -> TableState:
+        """The table as it is now, checked against the registry (:class:`TableUnavailable` when it was
+        deleted or replaced under the stream); a table written before the registry existed is registered."""
+        state = table_state(spark, path)
+        self._registry.check(name, path, state.table_id)
+        if state.table_id is not None and self._registry.get(name) is None:
+            self._registry.register(name, path, state.table_id)
+        return state
+
+    def _create(self, spark: SparkSession, name: str, path: str, business: tuple[tuple[str, str], ...]) -> None:
+        table_id = create_table(spark, path, business, self._manifest)
+        self._registry.register(name, path, table_id)
+
+    def _stop_table(self, spark: SparkSession, work: _TableWork, path: str, exc: Exception) -> TableResult:
+        """Stop the table with the reason (a table property, where the table can hold one) and park its
+        events; later batches park them too, until an operator resumes it."""
+        if isinstance(exc, CdcDeltaError):  # says what to do already
+            reason = str(exc)
+        else:
+            reason = (
+                f"table {work.name} failed: {one_line(exc)}. The table is stopped and its events are parked in the "
+                f"dead letters; fix the cause, then `cdc-delta resume-table --table {work.name}` and "
+                f"`cdc-delta replay-dead-letters --table {work.name}`"
+            )
+        if not isinstance(exc, TableUnavailable):
+            try:
+                self._read_state(spark, work.name, path)  # a write that failed on a table deleted under it
+            except TableUnavailable as gone:
+                reason = str(gone)
+            except Exception:  # noqa: BLE001 (the table's own failure is the reason given)
+                logger.debug("table %s: state not readable after its failure", work.name, exc_info=True)
+            else:
+                self._mark_stopped(spark, work.name, path, reason)
+        logger.error("%s (%d events parked)", reason, work.events)
+        self._states[path] = TableState(True, stopped=True, stopped_reason=reason)
+        return TableResult(work.name, work.events, parked=work.events, error=reason)
+
+    def _mark_stopped(self, spark: SparkSession, name: str, path: str, reason: str) -> None:
+        """Flag the table as stopped (a table that does not exist yet is created empty to hold the flag);
+        where even that fails, the table stays stopped for this process only."""
+        try:
+            if not table_state(spark, path).exists:
+                self._create(spark, name, path, ())
+            mark_stopped(spark, path, reason)
+        except Exception as exc:  # noqa: BLE001 (the events are parked either way)
+            if fails_the_batch(spark, exc):
+                raise
+            logger.error(
+                "table %s: cannot record that it is stopped (%s); it stops until restarted", name, one_line(exc)
+            )
+
     def _follow_schema(
         self, spark: SparkSession, work: _TableWork, path: str, state: TableState, plan: SchemaPlan
     ) -> TableState:
         """Create the table, or add and widen its columns; columns added at the source with a default
         get it on the rows that predate them (recorded first, so that a crash is finished on restart)."""
         if not state.exists:
-            create_table(spark, path, plan.columns, self._manifest)
+            self._create(spark, work.name, path, plan.columns)
             created = column_defaults.added_defaults(plan, work.descriptors, filled=True)  # no older rows
             if created:
                 column_defaults.save(spark, path, created)
@@ -197,23 +273,6 @@ class BatchProcessor:
         defaults = column_defaults.finish(spark, path, dict(plan.columns), defaults)
         return TableState(True, plan.columns, defaults=defaults, manifest=self._manifest)
 
-    def _plan_schema(self, spark: SparkSession, work: _TableWork, path: str, state: TableState) -> SchemaPlan | str:
-        """The table's columns after this batch, or why the table is (now) stopped."""
-        if state.stopped:
-            why = state.stopped_reason or "after an incompatible schema change"
-            reason = f"table {work.name} is stopped (table property cdc_delta.stopped=true): {why}; event parked"
-            logger.error("%s: %d events parked", reason, work.events)
-            return reason
-        try:
-            return plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
-        except SchemaChangeError as exc:
-            logger.error("%s", exc)
-            if not state.exists:
-                create_table(spark, path, (), self._manifest)
-            mark_stopped(spark, path, str(exc))
-            self._states[path] = TableState(True, state.business, stopped=True, stopped_reason=str(exc))
-            return str(exc)
-
     def _merge(self, ctx: _Batch, work: _TableWork, path: str, state: TableState, spark: SparkSession) -> MergeResult:
         table = self.config.table(work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
@@ -223,7 +282,7 @@ class BatchProcessor:
         latest = latest.persist(StorageLevel.MEMORY_AND_DISK)
         check_replay = ctx.batch_id <= self._last_batch.get(work.name, -1) or work.name not in self._last_batch
         try:
-            commit = Commit(f"{self.config.app_id}:{work.name}", ctx.batch_id, work.metadata)
+            commit = Commit(txn_app_id(self.config.app_id, self.epoch, work.name), ctx.batch_id, work.metadata)
             result = merge_rows(
                 spark, path, latest, key, dict(state.business), commit, work.name, check_replay=check_replay
             )
@@ -238,7 +297,7 @@ class BatchProcessor:
         for (db, tbl), seq in latest_truncates(work.truncates).items():
             # One transaction id per source table: two truncates in a batch are two commits.
             commit = Commit(
-                f"{self.config.app_id}:{work.name}:truncate:{db}.{tbl}",
+                txn_app_id(self.config.app_id, self.epoch, work.name, f"truncate:{db}.{tbl}"),
                 ctx.batch_id,
                 {**work.metadata, "operation": "truncate", "source": f"{db}.{tbl}"},
             )
@@ -257,7 +316,8 @@ class BatchProcessor:
         if parked:  # the JVM path keeps no value of the records it decoded
             records = ctx.decoding.with_values(records)
         rows = dead_letter_rows(records, self.config.app_id, ctx.batch_id, ctx.started, reason)
-        write_dead_letters(rows, self.config.storage.dead_letters, self.config.app_id, ctx.batch_id)
+        txn = txn_app_id(self.config.app_id, self.epoch, "dead-letters")
+        write_dead_letters(rows, self.config.storage.dead_letters, txn, ctx.batch_id)
 
 
 def _maintenance_lock(config: AppConfig) -> str | None:

@@ -41,12 +41,13 @@ def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datet
     )
 
 
-def write_dead_letters(rows: DataFrame, path: str, app_id: str, batch_id: int) -> None:
-    """Append to the dead-letter table, idempotently per batch (a replayed batch appends nothing)."""
+def write_dead_letters(rows: DataFrame, path: str, txn_app_id: str, batch_id: int) -> None:
+    """Append to the dead-letter table, idempotently per batch (a replayed batch appends nothing):
+    ``txn_app_id`` is the stream's (:func:`cdc_delta.ingest.merge.txn_app_id`), the batch id its version."""
     (
         rows.write.format("delta")
         .mode("append")
-        .option("txnAppId", f"{app_id}:dead-letters")
+        .option("txnAppId", txn_app_id)
         .option("txnVersion", str(batch_id))
         .save(path)
     )

@@ -38,13 +38,15 @@ class TableState:
     """Columns the source added with a default (see :mod:`cdc_delta.ingest.column_defaults`)."""
     manifest: bool = False
     """Delta keeps the table's symlink manifest current (:data:`MANIFEST_PROPERTY`)."""
+    table_id: str | None = None
+    """The Delta table's id (its metadata's), which a table re-created at the same path does not keep."""
 
 
 def table_state(spark: SparkSession, path: str) -> TableState:
     """The table's business columns and stopped flag; ``exists=False`` when there is no table yet."""
     if not DeltaTable.isDeltaTable(spark, path):
         return TableState(exists=False)
-    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    detail = DeltaTable.forPath(spark, path).detail().select("id", "properties").first()
     properties = detail["properties"] if detail else {}
     schema = spark.read.format("delta").load(path).schema
     business = tuple((f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX))
@@ -52,7 +54,8 @@ def table_state(spark: SparkSession, path: str) -> TableState:
     stopped = properties.get(STOPPED_PROPERTY) == "true"
     reason = properties.get(STOPPED_REASON_PROPERTY, "")
     defaults = column_defaults.from_properties(properties)
-    return TableState(True, business, stopped, reason, defaults, properties.get(MANIFEST_PROPERTY) == "true")
+    manifest = properties.get(MANIFEST_PROPERTY) == "true"
+    return TableState(True, business, stopped, reason, defaults, manifest, detail["id"] if detail else None)
 
 
 def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
@@ -64,14 +67,21 @@ def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
     return schema
 
 
-def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...], manifest: bool = False) -> None:
+def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...], manifest: bool = False) -> str:
     """Create the Delta table at ``path`` (no-op when a concurrent writer created it first), with
-    Delta keeping its symlink manifest current when ``manifest``."""
+    Delta keeping its symlink manifest current when ``manifest``; returns its Delta table id."""
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business))
     if manifest:
         builder = builder.property(MANIFEST_PROPERTY, "true")
     builder.execute()
     logger.info("created Delta table %s with %d business columns", path, len(business))
+    return table_id(spark, path)
+
+
+def table_id(spark: SparkSession, path: str) -> str:
+    """The id of the Delta table at ``path`` as this process last saw it (no Spark job)."""
+    log = spark.sparkContext._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
+    return str(log.unsafeVolatileSnapshot().metadata().id())
 
 
 def apply_schema_plan(spark: SparkSession, path: str, plan: SchemaPlan, widening: str = "rewrite") -> None:
@@ -112,8 +122,17 @@ def enable_manifest(spark: SparkSession, path: str) -> None:
 
 
 def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
-    """Flag the table as stopped, with why; later batches park its events until an operator clears the flag."""
+    """Flag the table as stopped, with why; later batches park its events until an operator resumes it
+    (:func:`clear_stopped`, ``cdc-delta resume-table``)."""
     spark.sql(
         f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES "
         f"('{STOPPED_PROPERTY}' = 'true', '{STOPPED_REASON_PROPERTY}' = {C.string_literal(reason)})"
+    )
+
+
+def clear_stopped(spark: SparkSession, path: str) -> None:
+    """Clear the table's stopped flag and reason: the stream writes it again from its next start."""
+    spark.sql(
+        f"ALTER TABLE {C.delta_path_identifier(path)} UNSET TBLPROPERTIES IF EXISTS "
+        f"('{STOPPED_PROPERTY}', '{STOPPED_REASON_PROPERTY}')"
     )

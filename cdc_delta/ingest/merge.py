@@ -48,12 +48,20 @@ class MergeResult:
     """True when Delta skipped the commit because this batch id was already applied."""
 
 
+def txn_app_id(app_id: str, epoch: str | None, *parts: str) -> str:
+    """The Delta transaction id of one stream write: ``<app_id>:<table>[:<operation>]``, and ``@<epoch>``
+    for a checkpoint's epoch (:mod:`cdc_delta.ingest.checkpoint`); a checkpoint from before epochs writes
+    without one, as it always did."""
+    name = ":".join((app_id, *parts))
+    return f"{name}@{epoch}" if epoch else name
+
+
 @dataclass(frozen=True)
 class Commit:
     """How one Delta DML command commits: its transaction id and version, and its commit metadata."""
 
     txn_app_id: str
-    """``<app_id>:<table>`` (plus the operation where a batch makes several commits to a table)."""
+    """:func:`txn_app_id`: app, table, operation where a batch makes several commits to it, epoch."""
     batch_id: int
     """The transaction version: Delta refuses a version not above the last one committed."""
     metadata: dict[str, Any]
@@ -76,7 +84,7 @@ def delta_transaction(spark: SparkSession, commit: Commit) -> Iterator[None]:
             spark.conf.unset(key)
 
 
-_IDENTITY = ("app_id", "batch_id", "table", "operation", "source")
+_IDENTITY = ("app_id", "epoch", "batch_id", "table", "operation", "source")
 
 
 def _committed(table: DeltaTable, metadata: dict[str, Any]) -> tuple[int | None, dict[str, str]]:

@@ -21,6 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
 from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.ingest.checkpoint import checkpoint_location, prepare_start
 from cdc_delta.ingest.kafka_offsets import commit_group_offsets
 
 if TYPE_CHECKING:
@@ -30,27 +31,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def checkpoint_location(config: AppConfig) -> str:
-    """The stream's checkpoint folder: ``<storage.checkpoint_root>/<app_id>``."""
-    root = config.storage.checkpoint_root or f"{config.storage.root.rstrip('/')}/_cdc_checkpoints"
-    return f"{root.rstrip('/')}/{config.app_id}"
-
-
 # Spark reads each partition's offset range of a batch with a consumer of its own, and the broker holds
 # a fetch at a partition's end for fetch.max.wait.ms (500 ms by default): half a second per partition per
 # batch, 13 s of a 48-partition batch on 2 cores. The ranges are known to hold data: no need to wait.
 SOURCE_DEFAULTS = {"kafka.fetch.max.wait.ms": "20"}
 
 
-def kafka_source(spark: SparkSession, config: AppConfig) -> DataFrame:
-    """The Kafka records as Spark's Kafka source delivers them (topic, partition, offset, key, value...)."""
+def kafka_source(spark: SparkSession, config: AppConfig, starting_offsets: str | None = None) -> DataFrame:
+    """The Kafka records as Spark's Kafka source delivers them (topic, partition, offset, key, value...);
+    a new checkpoint starts at ``starting_offsets`` (Spark's JSON form), else at kafka.starting_offsets."""
     kafka = config.kafka
     if not (kafka.topics or kafka.topic_pattern):
         raise ConfigError("the stream needs kafka.topics or kafka.topic_pattern in the config")
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-        .option("startingOffsets", kafka.starting_offsets)
+        .option("startingOffsets", starting_offsets or kafka.starting_offsets)
     )
     if kafka.topics:
         reader = reader.option("subscribe", ",".join(kafka.topics))
@@ -78,9 +74,10 @@ class StreamBatch:
         config: AppConfig,
         stop_requested: threading.Event | None = None,
         metrics: StreamMetrics | None = None,
+        epoch: str | None = None,
     ) -> None:
         self.config = config
-        self.processor = BatchProcessor(config)
+        self.processor = BatchProcessor(config, epoch)
         self.stop_requested = stop_requested or threading.Event()
         self.metrics = metrics
 
@@ -111,23 +108,25 @@ def start_stream(
     """Start the streaming query: every ``trigger_interval``, or once over what is there now.
 
     Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
-    is counted in ``metrics`` when given."""
+    is counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
+    start = prepare_start(spark, config)
     writer = (
-        kafka_source(spark, config)
+        kafka_source(spark, config, start.starting_offsets)
         .writeStream.queryName(config.app_id)
         .option("checkpointLocation", checkpoint_location(config))
-        .foreachBatch(StreamBatch(config, stop_requested, metrics))
+        .foreachBatch(StreamBatch(config, stop_requested, metrics, start.epoch))
     )
     writer = (
         writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
     )
     query = writer.start()
     logger.info(
-        "stream %s started: %s -> %s (checkpoint %s, %s)",
+        "stream %s started: %s -> %s (checkpoint %s, epoch %s, %s)",
         config.app_id,
         config.kafka.topics or config.kafka.topic_pattern,
         config.storage.root,
         checkpoint_location(config),
+        start.epoch or "-",
         "until caught up" if available_now else f"every {config.trigger_interval}",
     )
     return query

@@ -14,6 +14,7 @@ from typing import Any
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig
 from cdc_delta.ingest.commit_log import parse_commit
+from cdc_delta.ingest.delta_tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
 
 HISTORY_DEPTH = 50
 """Commits read back to find the stream's last one (maintenance commits come between)."""
@@ -30,6 +31,10 @@ class TableStatus:
     offsets: dict[str, dict[str, int]] | None = None
     rows: int | None = None
     deleted: int | None = None
+    stopped_reason: str | None = None
+    """Why the table is stopped (its ``cdc_delta.stopped_reason``); None while it is not."""
+    unreadable: str | None = None
+    """Why its rows cannot be counted (a data file lost, say); None when they can."""
 
 
 def delta_rs_uri(path: str) -> str:
@@ -80,20 +85,33 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
         if commit is not None:
             meta = commit.metadata
             break
-    dataset = table.to_pyarrow_dataset()
-    # The one column read, summed (count_rows with a filter answered 0 on these tables: its statistics
-    # pruning is wrong for booleans).
-    flags = dataset.to_table(columns=[C.DELETED]).column(0)
-    deleted = pc.sum(flags.cast("int64")).as_py() or 0
+    rows, deleted, unreadable = None, None, None
+    try:
+        dataset = table.to_pyarrow_dataset()
+        # The one column read, summed (count_rows with a filter answered 0 on these tables: its statistics
+        # pruning is wrong for booleans).
+        flags = dataset.to_table(columns=[C.DELETED]).column(0)
+        deleted = pc.sum(flags.cast("int64")).as_py() or 0
+        rows = dataset.count_rows()
+    except Exception as exc:  # noqa: BLE001 (a damaged table is reported, not the end of status)
+        unreadable = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return TableStatus(
         table=name,
         version=table.version(),
         last_commit=_when(latest.get("timestamp")),
         max_source_ts_ms=meta.get("table_max_source_ts_ms"),
         offsets=meta.get("offsets"),
-        rows=dataset.count_rows(),
+        rows=rows,
         deleted=deleted,
+        stopped_reason=_stopped(table.metadata().configuration),
+        unreadable=unreadable,
     )
+
+
+def _stopped(properties: dict[str, str]) -> str | None:
+    if properties.get(STOPPED_PROPERTY) != "true":
+        return None
+    return properties.get(STOPPED_REASON_PROPERTY) or "no reason recorded"
 
 
 def _when(millis: Any) -> dt.datetime | None:

@@ -17,6 +17,47 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
+from cdc_delta.retry import is_conflict
+
+_PROCESS_FAILURES = (
+    "SparkContext was shut down",
+    "SparkContext has been shutdown",
+    "Cannot call methods on a stopped SparkContext",
+    "cancelled",
+    "canceled",
+    "InterruptedException",
+    "java.lang.OutOfMemoryError",
+)
+
+
+def fails_the_batch(spark: SparkSession, exc: BaseException) -> bool:
+    """Whether ``exc`` fails the batch rather than one table: Spark stopped or its jobs cancelled (a
+    stop of the stream), the JVM gone, memory exhausted, or a write race lost to maintenance more often
+    than :func:`~cdc_delta.retry.retry_on_conflict` tries (transient: the batch runs again on restart,
+    idempotently). Any other error stays with the table it happened to, which stops."""
+    if isinstance(exc, (MemoryError, ConnectionError)) or type(exc).__name__.startswith("Py4JNetwork"):
+        return True
+    try:
+        if spark.sparkContext._jsc is None or spark.sparkContext._jsc.sc().isStopped():  # type: ignore[union-attr]
+            return True
+    except Exception:  # noqa: BLE001 (a JVM that cannot answer is a process failure)
+        return True
+    text = str(exc)
+    return is_conflict(exc) or any(marker in text for marker in _PROCESS_FAILURES)
+
+
+def one_line(exc: BaseException, limit: int = 400) -> str:
+    """The exception's type and the first line of its message (a JVM error's holds its whole trace)."""
+    java = getattr(exc, "java_exception", None)  # py4j's error: its own text only names the call
+    lines = [line.strip() for line in str(java if java is not None else exc).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    if java is not None:
+        return text  # the Java exception's class and message
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 W = TypeVar("W")
 R = TypeVar("R")
 
@@ -50,7 +91,8 @@ class TableWorkers:
 
     def map(self, action: Callable[[SparkSession, W], R], items: Sequence[W]) -> list[R]:
         """``action(session, item)`` for every item, in order of ``items``; the first error is raised
-        once every item has finished (the others' commits stand: each is idempotent per batch)."""
+        once every item has finished (the others' commits stand: each is idempotent per batch). The
+        stream's table work catches its own table's errors: what reaches here fails the batch."""
         if self._pool is None or len(items) < 2:
             return [action(self.spark, item) for item in items]
 

@@ -173,18 +173,21 @@ def test_a_lost_broker_is_said_in_one_line_then_a_stop_is_clean_or_the_stream_gi
     config = write_config(tmp_path, bootstrap, "lost")
     data = yaml.safe_load(config.read_text())
 
-    def run(timeout_s: float, log: str) -> tuple[subprocess.Popen[bytes], StreamProcess]:
+    def run(timeout_s: float, log: str, batches: int) -> tuple[subprocess.Popen[bytes], StreamProcess]:
         data["kafka"]["unreachable_timeout_seconds"] = timeout_s
         config.write_text(yaml.safe_dump(data))
         stream = StreamProcess(config, tmp_path / log)
         proc = stream.start()
         wait_for(lambda: "stream it-lost started" in stream.log.read_text(), 180, "the stream's start")
-        time.sleep(5)  # the first batch (or none: the second run has nothing new)
+        # The broker goes once the batches are done (the second run has nothing new): what is tested is
+        # the wait for a broker, not a batch cut off in the middle.
+        wait_for(lambda: len(stream.batch_lines()) >= batches, 180, "the first batch")
+        time.sleep(2)
         native_kafka.stop()
         return proc, stream
 
     # Waiting for the broker (timeout 0: for ever): said once, and SIGTERM ends it at once and cleanly.
-    proc, stream = run(0, "wait.log")
+    proc, stream = run(0, "wait.log", batches=1)
     wait_for(lambda: f"cannot reach Kafka at {bootstrap}" in stream.log.read_text(), 90, "the one line")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
@@ -195,7 +198,7 @@ def test_a_lost_broker_is_said_in_one_line_then_a_stop_is_clean_or_the_stream_gi
 
     # Giving up after kafka.unreachable_timeout_seconds: exit 2, the last line names the brokers.
     native_kafka.start()
-    proc, stream = run(20, "give-up.log")
+    proc, stream = run(20, "give-up.log", batches=0)
     assert proc.wait(timeout=150) == 2
     log = stream.log.read_text()
     last = log.strip().splitlines()[-1]
