@@ -77,16 +77,16 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, tables: tuple[Any, ...
     from pyspark import StorageLevel
 
     from cdc_delta.config import parse_config
-    from cdc_delta.events.envelope import DecodePlan
-    from cdc_delta.ingest.batch_stats import collect_stats
-    from cdc_delta.ingest.decode import decoder_for
+    from cdc_delta.decode.batch import decoder_for
+    from cdc_delta.decode.plan import decode_plan
+    from cdc_delta.stream.stats import collect_stats
 
     out: dict[str, Any] = {}
     for server, name in (("bj", "json"), ("ba", "avro")):
         config = parse_config(config_for(folder, bootstrap, server, tables, registry_url))
         records = kafka_batch(spark, bootstrap, server).persist(StorageLevel.MEMORY_AND_DISK)
         count = records.count()
-        decode = decoder_for(config, DecodePlan.from_config(config))
+        decode = decoder_for(config, decode_plan(config))
 
         def run(decode: Any = decode, records: Any = records) -> None:
             batch = decode(records)

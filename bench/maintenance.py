@@ -52,10 +52,10 @@ from spark_jobs import Job, event_log_conf, read_jobs, seconds_in
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.lock import lock_path
 from cdc_delta.maintenance.run import run_maintenance
-from cdc_delta.maintenance.write_hold import lock_path
 from cdc_delta.spark_session import build_session
+from cdc_delta.stream.batch import BatchProcessor
 
 ROOT = Path(__file__).parents[1]
 RESULTS = Path(__file__).parent / "results" / "maintenance.json"
@@ -217,7 +217,7 @@ def run(spark: SparkSession, root: Path, args: argparse.Namespace) -> tuple[dict
     files_before = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["numFiles"]
     scan_before = scan_seconds(spark, path)
     print("without maintenance:", summary(before), f"aggregate {scan_before}s", flush=True)
-    during, maintain = beside_maintenance(stream, args.updates, root, Path(lock_path(config)))
+    during, maintain = beside_maintenance(stream, args.updates, root, Path(lock_path(config, "maintenance")))
     print("beside maintenance:", summary(during), maintain, flush=True)
     report = run_maintenance(spark, config).tables[0]
     after = [stream.merge(args.updates) for _ in range(args.stream_batches)]

@@ -32,13 +32,13 @@ from results_file import write_results
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
-from cdc_delta.events.envelope import DecodePlan
-from cdc_delta.ingest.batch import BatchProcessor
-from cdc_delta.ingest.decode import decode_batch
-from cdc_delta.ingest.decoded import is_row_event
-from cdc_delta.ingest.dedupe import latest_per_key
-from cdc_delta.ingest.rows import typed_rows
+from cdc_delta.decode.batch import decode_batch
+from cdc_delta.decode.decoded import is_row_event
+from cdc_delta.decode.plan import decode_plan
+from cdc_delta.merger.dedupe import latest_per_key
+from cdc_delta.merger.rows import typed_rows
 from cdc_delta.spark_session import build_session
+from cdc_delta.stream.batch import BatchProcessor
 
 TOPIC = "bench.shop.orders"
 COLUMNS = {
@@ -143,7 +143,7 @@ def append_baseline(spark: SparkSession, config: AppConfig, batch: DataFrame, pa
     """Seconds for decode + type + dedupe + plain Delta append of the same batch."""
     business = [("id", "bigint"), *COLUMNS.items()]
     started = time.perf_counter()
-    decoding = decode_batch(batch, DecodePlan.from_config(config))
+    decoding = decode_batch(batch, decode_plan(config))
     decoded = decoding.frame.where(is_row_event())
     rows = latest_per_key(typed_rows(decoded, business, dt.datetime.now(dt.timezone.utc)), ["id"])
     rows.write.format("delta").mode("append").save(path)

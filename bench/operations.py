@@ -91,7 +91,7 @@ def manifest_batch(
     spark: Any, bootstrap: str, folder: Path, server: str, tables: int, events: int, live: bool
 ) -> float:
     from cdc_delta.config import parse_config
-    from cdc_delta.ingest.batch import BatchProcessor
+    from cdc_delta.stream.batch import BatchProcessor
 
     sources = source_tables(tables, server)
     config = {**bench_config(folder, bootstrap, server, sources), "live_tables": {"enabled": live}}

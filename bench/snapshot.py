@@ -31,11 +31,11 @@ from results_file import write_results
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
-from cdc_delta.ingest.delta_tables import create_table, table_schema
-from cdc_delta.ingest.merge import Commit, delta_transaction
-from cdc_delta.snapshot.hive_publish import metastore_conf
+from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
+from cdc_delta.delta.tables import create_table, table_schema
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.spark_session import build_session
+from cdc_delta.views.catalog import metastore_conf
 
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"
 COLUMNS = {"id": "bigint", **ORDER_COLUMNS}  # the merge benchmark's orders
@@ -99,14 +99,13 @@ def write_changes(spark: SparkSession, config: AppConfig, n: int) -> int:
     out = rows.select(*COLUMNS, C.DELETED, *[m.alias(nm) for m, nm in zip(meta, names, strict=True)])
     commit = Commit(
         "bench:shop.orders",
-        0,
-        {
-            "app_id": "bench",
-            "batch_id": 0,
-            "table": "shop.orders",
-            "offsets": {"bench.shop.orders": {"0": changes}},
-            "partition_max_source_ts_ms": {"bench.shop.orders": {"0": PAST_BOTH_CUTOFFS_MS}},
-        },
+        StreamCommit(
+            "bench",
+            0,
+            table="shop.orders",
+            offsets={"bench.shop.orders": {"0": changes}},
+            partition_max_source_ts_ms={"bench.shop.orders": {"0": PAST_BOTH_CUTOFFS_MS}},
+        ),
     )
     with delta_transaction(spark, commit):
         out.select(*[f.name for f in schema.fields]).write.format("delta").mode("append").save(path)

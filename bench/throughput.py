@@ -85,7 +85,7 @@ def produce(bootstrap: str, server: str, tables: tuple[Any, ...], events: int, p
 
 def kafka_batch(spark: Any, bootstrap: str, server: str) -> Any:
     """Everything in ``server``'s topics, as the stream's batch DataFrame sees a batch (one task per partition)."""
-    from cdc_delta.ingest.stream import SOURCE_DEFAULTS
+    from cdc_delta.stream.query import SOURCE_DEFAULTS
 
     return (
         spark.read.format("kafka")
@@ -113,16 +113,16 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
     from pyspark import StorageLevel
 
     from cdc_delta.config import parse_config
-    from cdc_delta.events.envelope import DecodePlan
-    from cdc_delta.ingest import decode
-    from cdc_delta.ingest.batch_stats import collect_stats
+    from cdc_delta.decode import batch as decode
+    from cdc_delta.decode.plan import decode_plan
+    from cdc_delta.stream.stats import collect_stats
 
     tables = source_tables(1, "dec")
     produce(bootstrap, "dec", tables, events, 2, seed=1)
     config = parse_config(bench_config(folder, bootstrap, "dec", tables))
     records = kafka_batch(spark, bootstrap, "dec").persist(StorageLevel.MEMORY_AND_DISK)
     count = records.count()
-    plan = DecodePlan.from_config(config)
+    plan = decode_plan(config)
 
     def python_udf() -> None:
         reference = getattr(decode, "python_decoded", None)  # before the JVM path, decode_batch was the UDF
@@ -154,7 +154,7 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
 
 
 def end_offsets(bootstrap: str, server: str) -> dict[str, dict[str, int]]:
-    from cdc_delta.ingest.kafka_offsets import partition_lag
+    from cdc_delta.kafka.offsets import partition_lag
 
     out: dict[str, dict[str, int]] = {}
     for p in partition_lag(bootstrap, "bench", [], f"^{server}\\."):
@@ -164,7 +164,7 @@ def end_offsets(bootstrap: str, server: str) -> dict[str, dict[str, int]]:
 
 def records_from(spark: Any, bootstrap: str, server: str, starting: dict[str, dict[str, int]]) -> Any:
     """The records of ``server``'s topics from ``starting`` offsets to the end, one task per partition."""
-    from cdc_delta.ingest.stream import SOURCE_DEFAULTS
+    from cdc_delta.stream.query import SOURCE_DEFAULTS
 
     return (
         spark.read.format("kafka")
@@ -190,7 +190,7 @@ def one_batch(
     """Seconds the batch function takes for ``events`` new records: the median of ``repeats``
     successive batches (and each), after a warm-up batch created the tables."""
     from cdc_delta.config import parse_config
-    from cdc_delta.ingest.batch import BatchProcessor
+    from cdc_delta.stream.batch import BatchProcessor
 
     processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)))
     produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
@@ -269,7 +269,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     from cdc_delta.demo.generator import ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics
     from cdc_delta.demo.producer import produce as send
-    from cdc_delta.ingest.kafka_offsets import partition_lag
+    from cdc_delta.kafka.offsets import partition_lag
     from cdc_delta.spark_session import build_session
 
     server = "lat"
@@ -331,9 +331,10 @@ def part_merge(spark: Any, folder: Path, rows: int, merges: int = 10, batch: int
     from pyspark.sql import functions as F
 
     from cdc_delta import columns as C
+    from cdc_delta.delta.commits import Commit, StreamCommit
+    from cdc_delta.delta.tables import create_table, table_schema
     from cdc_delta.events.ordering import SEQ_FIELDS
-    from cdc_delta.ingest.delta_tables import create_table, table_schema
-    from cdc_delta.ingest.merge import Commit, merge_rows
+    from cdc_delta.merger.merge import merge_rows
 
     business = (("id", "bigint"), ("customer", "string"), ("amount", "decimal(10,2)"))
     schema = table_schema(business)
@@ -364,7 +365,7 @@ def part_merge(spark: Any, folder: Path, rows: int, merges: int = 10, batch: int
         source = frame(lo, lo + batch, i + 1).persist()
         source.count()
         cpu0, t0 = process_cpu_s(pid), time.monotonic()
-        commit = Commit("bench:merge", i + 1, {"app_id": "bench", "batch_id": i + 1, "table": "t"})
+        commit = Commit("bench:merge", StreamCommit("bench", i + 1, table="t"))
         merge_rows(spark, path, source, ["id"], dict(business), commit, "t", check_replay=False)
         spark_s.append(time.monotonic() - t0)
         spark_cpu.append(process_cpu_s(pid) - cpu0)
@@ -433,8 +434,8 @@ def snapshot_seconds(spark: Any, root: Path, tables: int, rows: int) -> float:
 
     from cdc_delta import columns as C
     from cdc_delta.config import parse_config
-    from cdc_delta.ingest.delta_tables import create_table, table_schema
-    from cdc_delta.ingest.merge import Commit, delta_transaction
+    from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
+    from cdc_delta.delta.tables import create_table, table_schema
     from cdc_delta.snapshot.run import run_snapshot
 
     business = (("id", "bigint"), ("customer", "string"), ("amount", "decimal(10,2)"))
@@ -463,14 +464,14 @@ def snapshot_seconds(spark: Any, root: Path, tables: int, rows: int) -> float:
         path = config.storage.table_path(config.table(name))
         create_table(spark, path, business)
         topic = f"bench.{name}"
-        metadata = {
-            "app_id": "bench",
-            "batch_id": 0,
-            "table": name,
-            "offsets": {topic: {"0": rows}},
-            "partition_max_source_ts_ms": {topic: {"0": past_cutoff_ms}},
-        }
-        with delta_transaction(spark, Commit(f"bench:{name}", 0, metadata)):
+        record = StreamCommit(
+            "bench",
+            0,
+            table=name,
+            offsets={topic: {"0": rows}},
+            partition_max_source_ts_ms={topic: {"0": past_cutoff_ms}},
+        )
+        with delta_transaction(spark, Commit(f"bench:{name}", record)):
             out.write.format("delta").mode("append").save(path)
     return timed(lambda: run_snapshot(spark, config, dt.date(2026, 3, 1), lambda: None))
 
@@ -501,8 +502,8 @@ def main() -> None:
     figures: dict[str, Any] = {}
     with native_broker(args.port, "cdc-throughput-") as (folder, bootstrap):
         from cdc_delta.config import SparkConfig, parse_config
-        from cdc_delta.snapshot.hive_publish import metastore_conf
         from cdc_delta.spark_session import build_session
+        from cdc_delta.views.catalog import metastore_conf
 
         hive = metastore_conf(
             parse_config(

@@ -8,7 +8,7 @@ OP = "_cdc_op"
 DELETED = "_cdc_deleted"
 """True for a soft-deleted row (a tombstone kept for the retention period)."""
 SEQ = "_cdc_seq"
-"""The ordering key of the event applied last (see :mod:`cdc_delta.ordering`)."""
+"""The ordering key of the event applied last (see :mod:`cdc_delta.events.ordering`)."""
 SOURCE_TS = "_cdc_source_ts"
 """When the change happened at the source."""
 INGESTED_AT = "_cdc_ingested_at"
@@ -24,7 +24,7 @@ OFFSET = "_cdc_offset"
 METADATA_DDL = (
     (OP, "string"),
     (DELETED, "boolean"),
-    (SEQ, None),  # the struct from cdc_delta.ordering.SEQ_DDL
+    (SEQ, None),  # the struct from cdc_delta.events.ordering.SEQ_DDL
     (SOURCE_TS, "timestamp"),
     (INGESTED_AT, "timestamp"),
     (SOURCE_DB, "string"),

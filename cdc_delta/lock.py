@@ -1,4 +1,5 @@
-"""A lock file that keeps two maintenance runs apart and survives a crash of its holder.
+"""A lock file that keeps two runs of a job (maintenance, the nightly snapshot) apart and survives a
+crash of its holder.
 
 Taken with an exclusive create; it holds the holder's host, pid and start time. A lock older than
 the stale timeout, or held by a process that no longer exists on this host, is taken over.
@@ -14,10 +15,24 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.config import AppConfig, is_uri
+from cdc_delta.exceptions import CdcDeltaError, ConfigError
 
 logger = logging.getLogger(__name__)
+
+
+def lock_path(config: AppConfig, job: Literal["maintenance", "snapshot"]) -> str:
+    """The lock file of ``job``'s runs: ``<job>.lock_path``, else ``<storage.root>/_cdc_<job>.lock`` (it
+    must be on a filesystem every runner shares; a remote storage root needs the setting)."""
+    configured = config.maintenance.lock_path if job == "maintenance" else config.snapshot.lock_path
+    if configured:
+        return configured
+    root = config.storage.root
+    if is_uri(root):
+        raise ConfigError(f"storage.root {root!r} is not local: set {job}.lock_path to a shared local path")
+    return f"{root.rstrip('/')}/_cdc_{job}.lock"
 
 
 class LockHeld(CdcDeltaError):

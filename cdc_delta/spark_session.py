@@ -39,7 +39,7 @@ BASE_CONF = {
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     # Delta writes a checkpoint and reconstructs its snapshot with this many tasks (default 50).
     "spark.databricks.delta.snapshotPartitions": "4",
-    # Tables of a batch are merged by several threads (cdc_delta.ingest.table_workers), each with a
+    # Tables of a batch are merged by several threads (cdc_delta.delta.workers), each with a
     # scheduler pool: FAIR shares the cores between them instead of queueing small jobs behind large.
     "spark.scheduler.mode": "FAIR",
     # Delta's MERGE copies a source that is not a Delta scan before using it (``auto``), against a
@@ -54,6 +54,10 @@ BASE_CONF = {
     # with a few hundred partitions (100 tables x 3) every batch closed and reopened consumers and
     # warned ("Pool exceeds its soft max size") hundreds of times. Idle ones still go after 5 minutes.
     "spark.kafka.consumer.cache.capacity": "1024",
+    # query.stop() waits this long for the stream's thread, then gives up with an error instead of
+    # waiting for ever (Spark's default): a thread blocked on a broker that is gone may never answer
+    # the interrupt. The interrupted batch is run again at the next start.
+    "spark.sql.streaming.stopTimeout": "20000",
 }
 
 
@@ -161,7 +165,7 @@ EXPECTED_WARNINGS = {
     "org.apache.spark.sql.delta.commands.UpdateCommand": "no file statistics to check an UPDATE's count",
     "org.apache.spark.scheduler.FairSchedulableBuilder": "table workers' scheduler pools are made on first use",
     # A broker that cannot be reached: a warning a second and stack traces per retry; the stream's
-    # own watch (cdc_delta.ingest.broker_watch) says it in one line instead.
+    # own watch (cdc_delta.stream.broker_watch) says it in one line instead.
     "org.apache.kafka.clients.NetworkClient": "a broker that cannot be reached, once a second",
     "org.apache.spark.sql.kafka010.KafkaOffsetReaderAdmin": "retries of an unreachable broker, with traces",
     "org.apache.spark.scheduler.DAGScheduler": "a stopped query's job group had no job left to cancel",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from cdc_delta.maintenance.live_tables import PARQUET_SERDE, SYMLINK_INPUT_FORMAT
+from cdc_delta.views.live_tables import PARQUET_SERDE, SYMLINK_INPUT_FORMAT
 
 
 def described(spark: SparkSession, name: str) -> dict[str, str]:

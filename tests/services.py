@@ -231,7 +231,7 @@ class StreamProcess:
         if not self.log.exists():
             return []
         lines = self.log.read_text(errors="replace").splitlines()
-        return [line for line in lines if "cdc_delta.ingest.stream: batch" in line]
+        return [line for line in lines if "cdc_delta.stream.query: batch" in line]
 
 
 def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:

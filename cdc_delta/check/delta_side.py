@@ -26,7 +26,7 @@ class DeltaState:
 def read_state(
     table_rs: Any, key: list[str], low: Any, high: Any, at_ms: int, newest: tuple[Any, ...] | None
 ) -> DeltaState:
-    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.ingest.table_status.open_delta_rs`)."""
+    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.delta.status.open_delta_rs`)."""
     # An empty source (no range): nothing at all may be live in Delta.
     low_high = None if low is None else (ds.field(key[0]) >= low) & (ds.field(key[0]) <= high)
     dataset = table_rs.to_pyarrow_dataset()

@@ -11,8 +11,9 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import OK, Decoded, DecodePlan, decode_record
-from cdc_delta.ingest.kafka_offsets import partition_lag
+from cdc_delta.kafka.offsets import partition_lag
 
 Partition = tuple[str, int]
 
@@ -60,7 +61,7 @@ def newest_events(
     config: AppConfig, table: TableConfig, ends: dict[Partition, int], look_back: int = 20
 ) -> list[NewestEvent]:
     """Per partition, the newest of its last ``look_back`` records that is a row event of ``table``."""
-    plan = DecodePlan.from_config(config)
+    plan = decode_plan(config)
     decode = _decoder(config, plan)
     consumer = Consumer(
         {
@@ -103,8 +104,8 @@ def _decoder(config: AppConfig, plan: DecodePlan) -> Any:
     """``decode(topic, partition, offset, value) -> Decoded`` for the stream's value format."""
     if config.kafka.value_format == "json":
         return lambda topic, partition, offset, value: decode_record(topic, partition, offset, value, plan)
+    from cdc_delta.decode.registry import AvroSchemas
     from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id
-    from cdc_delta.ingest.schema_registry import AvroSchemas
 
     schemas = AvroSchemas(config.schema_registry, config.kafka.unescape_field_names)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.ingest.table_status import open_delta_rs
+from cdc_delta.delta.status import open_delta_rs
 from cdc_delta.reports import write_report
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cdc_delta.cli.common import register_tables
+from cdc_delta.views.catalog import register_delta_tables
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -24,7 +24,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{totals['dead_lettered']} dead-lettered, {totals['skipped']} skipped; tables under {root}"
     )
     config = demo_config(root)
-    register_tables(spark, config)
+    register_delta_tables(spark, config)
     query = (
         "SELECT _cdc_source_db AS shard, count(*) AS rows, sum(CASE WHEN _cdc_deleted THEN 1 ELSE 0 END) "
         "AS soft_deleted, sum(amount) AS amount FROM shop.orders GROUP BY 1 ORDER BY 1"

@@ -14,13 +14,13 @@ from cdc_delta.metrics.textfile import job_metrics
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdc_delta.maintenance.live_tables import LiveTable
+    from cdc_delta.views.live_tables import LiveTable
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
-    from cdc_delta.maintenance.live_tables import register
     from cdc_delta.maintenance.run import run_maintenance
+    from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
     with job_metrics(config, "maintenance") as run:
@@ -109,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_live_tables(args: argparse.Namespace) -> int:
-    from cdc_delta.maintenance.live_tables import live_tables, register
+    from cdc_delta.views.live_tables import live_tables, register
 
     config = load_config(args.config)
     if not args.register:
@@ -136,8 +136,8 @@ def _print_registered(tables: list[LiveTable]) -> None:
 
 def _hive_session(config: AppConfig) -> SparkSession:
     """A Spark session with the snapshot's metastore (Hive support), once the metastore answers."""
-    from cdc_delta.snapshot.hive_publish import check_metastore, metastore_conf
     from cdc_delta.spark_session import build_session
+    from cdc_delta.views.catalog import check_metastore, metastore_conf
 
     check_metastore(config)
     return build_session(config.spark, metastore_conf(config))

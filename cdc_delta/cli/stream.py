@@ -7,14 +7,15 @@ import re
 import sys
 from typing import Any
 
-from cdc_delta.cli.common import add_config_argument, dash, logger, register_tables, spark_for
+from cdc_delta.cli.common import add_config_argument, dash, logger, spark_for
 from cdc_delta.config import load_config
+from cdc_delta.views.catalog import register_delta_tables
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
     from pyspark.errors import StreamingQueryException
 
-    from cdc_delta.ingest.stream import GracefulStop, run_until_stopped, start_stream
+    from cdc_delta.stream.query import GracefulStop, run_until_stopped, start_stream
 
     config = load_config(args.config)
     metrics, server = None, None
@@ -28,8 +29,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stop.install()
     kafka, watch = config.kafka, None
     if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
-        from cdc_delta.ingest.broker_watch import BrokerWatch
-        from cdc_delta.ingest.kafka_offsets import check_reachable
+        from cdc_delta.kafka.offsets import check_reachable
+        from cdc_delta.stream.broker_watch import BrokerWatch
 
         # Before Spark starts: its Kafka client would retry an unreachable broker for minutes, in traces.
         if not check_reachable(kafka.bootstrap_servers, config.app_id, kafka.startup_timeout_seconds, stop.requested):
@@ -73,8 +74,8 @@ def root_cause(text: str) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     import time
 
-    from cdc_delta.ingest.kafka_offsets import partition_lag
-    from cdc_delta.ingest.table_status import dead_letter_count, delta_positions, table_status
+    from cdc_delta.delta.status import dead_letter_count, delta_positions, table_status
+    from cdc_delta.kafka.offsets import partition_lag
 
     config = load_config(args.config)
     kafka = config.kafka
@@ -115,7 +116,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from cdc_delta.ingest.replay import replay_dead_letters
+    from cdc_delta.stream.replay import replay_dead_letters
 
     config = load_config(args.config)
     since = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc) if args.since else None
@@ -128,7 +129,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_resume_table(args: argparse.Namespace) -> int:
-    from cdc_delta.ingest.resume import resume_table
+    from cdc_delta.merger.resume import resume_table
 
     config = load_config(args.config)
     done = resume_table(spark_for(config), config, args.table)
@@ -156,7 +157,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def cmd_sql(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     spark = spark_for(config)
-    names = register_tables(spark, config)
+    names = register_delta_tables(spark, config)
     logger.info("tables: %s", ", ".join(names) or "(none created yet)")
     spark.sql(args.query).show(args.limit, truncate=False)
     return 0

@@ -55,7 +55,7 @@ class KafkaConfig(Frozen):
     like ``startup_timeout_seconds``."""
     options: dict[str, str] = Field(default_factory=dict)
     """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
-    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.ingest.stream.SOURCE_DEFAULTS`)."""
+    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.stream.query.SOURCE_DEFAULTS`)."""
 
     @model_validator(mode="after")
     def _one_subscription(self) -> KafkaConfig:

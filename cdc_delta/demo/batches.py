@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_delta.config import AppConfig, parse_config
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable
-from cdc_delta.ingest.batch import BatchProcessor
-from cdc_delta.ingest.results import BatchResult
+from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.stream.results import BatchResult
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Debezium envelopes in Avro, Confluent wire format, read with fastavro into the JSON decoder's form.
 
 A record is ``0x00``, a 4-byte big-endian schema id, then the Avro binary of the envelope. Its writer
-schema comes from a schema registry (:mod:`cdc_delta.ingest.schema_registry`) by id. Debezium's Avro
+schema comes from a schema registry (:mod:`cdc_delta.decode.registry`) by id. Debezium's Avro
 schemas are Kafka Connect schemas written by Confluent's ``AvroData``: a Connect type Avro lacks is
 an Avro type plus properties (``connect.name`` for the logical name, ``connect.parameters``,
 ``connect.version``, ``connect.type`` for int8/int16, ``connect.default``), and an optional field is a

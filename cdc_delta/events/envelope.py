@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from cdc_delta.config import AppConfig
 from cdc_delta.events import logical_types
 from cdc_delta.events.debezium_records import SCHEMA_CHANGE, control_kind, control_ts_ms, dropped_tables
 from cdc_delta.events.ordering import Seq, event_seq
@@ -41,21 +40,13 @@ class Decoded(NamedTuple):
 
 @dataclass(frozen=True)
 class DecodePlan:
-    """What the decoder needs from the config, small and picklable for the executors."""
+    """What the decoder needs from the config, small and picklable for the executors
+    (:func:`cdc_delta.decode.plan.decode_plan` makes it from the config)."""
 
     router: Router
     keys: dict[str, tuple[str, ...]]
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     truncate_policy: str = "soft_delete"
-
-    @classmethod
-    def from_config(cls, config: AppConfig) -> DecodePlan:
-        return cls(
-            router=Router(config.tables),
-            keys={t.name: tuple(t.key) for t in config.tables},
-            columns={t.name: dict(t.columns) for t in config.tables},
-            truncate_policy=config.truncate_policy,
-        )
 
 
 def _dead(reason: str, **known: Any) -> Decoded:

@@ -1,6 +1,6 @@
 """Kafka Connect / Debezium field types -> column types, and values -> their canonical JSON form.
 
-The canonical form per column type (see :mod:`cdc_delta.column_types`):
+The canonical form per column type (see :mod:`cdc_delta.events.column_types`):
 boolean/integers/floats/string as JSON scalars; ``decimal(p,s)`` as exact decimal text; ``date`` as
 ``YYYY-MM-DD``; ``timestamp`` as integer microseconds since the epoch (UTC); ``binary`` as base64;
 ``array<string>`` as a JSON list. Times of day (Connect has no such Spark type) become ``string``

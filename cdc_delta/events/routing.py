@@ -5,8 +5,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from cdc_delta.config import TableConfig
+
+class RouteSpec(Protocol):
+    """What routing needs of a table's config (:class:`cdc_delta.config.TableConfig` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def topics(self) -> Sequence[str]: ...
+    @property
+    def topic_pattern(self) -> str | None: ...
+    @property
+    def source_database(self) -> str | None: ...
+    @property
+    def source_table(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +43,7 @@ class _Route:
 class Router:
     """Maps (topic, source db, source table) to a logical table name; the first table that matches wins."""
 
-    def __init__(self, tables: Sequence[TableConfig]) -> None:
+    def __init__(self, tables: Sequence[RouteSpec]) -> None:
         self._routes = [
             _Route(
                 table=t.name,

@@ -1,7 +1,7 @@
 """The Delta commands of a maintenance run, each safe beside the stream that keeps writing: OPTIMIZE,
 the tombstone purge, VACUUM and a checkpoint. A command that loses a write race is retried; OPTIMIZE and
 the purge, which a busy stream can beat every time, hold the stream's writes to the table once they
-have lost a few (:mod:`.write_hold`)."""
+have lost a few (:mod:`cdc_delta.delta.hold`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pyspark.sql import SparkSession
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, MaintenanceConfig, TableConfig
-from cdc_delta.maintenance.write_hold import hold_path, holding_writes, lock_path
+from cdc_delta.delta.hold import hold_path, holding_writes
+from cdc_delta.lock import lock_path
 from cdc_delta.retry import is_conflict, retry_on_conflict
 
 T = TypeVar("T")
@@ -45,7 +46,7 @@ def beside_stream(action: Callable[[], T], what: str, config: AppConfig, table: 
     except Exception as exc:  # the JVM's conflict errors carry no Python type of their own
         if not is_conflict(exc):
             raise
-    hold = hold_path(lock_path(config), table.name)
+    hold = hold_path(lock_path(config, "maintenance"), table.name)
     with holding_writes(hold, config.maintenance.stream_hold_max_seconds, f"{what} lost {RACES_BEFORE_HOLD} races"):
         return retry_on_conflict(action, what)
 

@@ -16,14 +16,15 @@ import datetime as dt
 from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.ingest.commit_log import last_stream_commit
-from cdc_delta.snapshot.log import absorbed_before
+from cdc_delta.delta.commits import last_stream_commit
+from cdc_delta.delta.snapshot_log import absorbed_before
 
 
 def stream_watermark_ms(spark: SparkSession, path: str, app_id: str) -> int | None:
     """The smallest per-partition source time the table's latest stream commit recorded."""
-    meta = last_stream_commit(spark, path, app_id) or {}
-    per_partition = [ts for parts in (meta.get("partition_max_source_ts_ms") or {}).values() for ts in parts.values()]
+    record = last_stream_commit(spark, path, app_id)
+    times = record.partition_max_source_ts_ms if record is not None else {}
+    per_partition = [ts for parts in times.values() for ts in parts.values()]
     return min(per_partition) if per_partition else None
 
 

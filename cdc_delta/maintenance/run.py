@@ -16,13 +16,12 @@ from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.ingest.table_workers import each_table
-from cdc_delta.lock import exclusive_lock
+from cdc_delta.delta.snapshot_log import published_all
+from cdc_delta.delta.workers import each_table
+from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance.purge import purge_cutoff, snapshot_condition, stream_watermark_ms
-from cdc_delta.maintenance.write_hold import lock_path
 from cdc_delta.reports import write_report
-from cdc_delta.snapshot.log import published_all
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ def run_maintenance(
             m.vacuum_retention_hours,
         )
     started = time.monotonic()
-    with exclusive_lock(lock_path(config), m.lock_stale_after_minutes * 60, wait_s):
+    with exclusive_lock(lock_path(config, "maintenance"), m.lock_stale_after_minutes * 60, wait_s):
         commands.configure_session(spark, m)
         history = published_all(spark, config)  # once for every table
         tables = each_table(

@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
-from cdc_delta.ingest.kafka_offsets import partition_lag
+from cdc_delta.kafka.offsets import partition_lag
 from cdc_delta.metrics.health import Health, judge
 from cdc_delta.metrics.stream import StreamMetrics
 

@@ -13,8 +13,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from cdc_delta.config import AppConfig
-from cdc_delta.ingest.kafka_offsets import PartitionLag
-from cdc_delta.ingest.results import BatchResult
+from cdc_delta.kafka.offsets import PartitionLag
+from cdc_delta.stream.results import BatchResult
 
 UNROUTED = "(unrouted)"
 OUTCOMES = ("in", "applied", "dead_lettered", "skipped")

@@ -9,19 +9,17 @@ Files are Parquet in Hive's legacy encoding (decimals as fixed-length bytes, tim
 from __future__ import annotations
 
 import logging
-import socket
-import time
-import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import StructType
 
 from cdc_delta.columns import quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.exceptions import SnapshotError
 from cdc_delta.hadoop_fs import qualified
+from cdc_delta.views.catalog import ensure_database, warehouse_dir
 
 logger = logging.getLogger(__name__)
 
@@ -34,56 +32,6 @@ HIVE_PARQUET_CONF = {
 }
 
 
-def metastore_conf(config: AppConfig) -> dict[str, str]:
-    """Spark settings for Hive support: a thrift metastore from config, else embedded Derby."""
-    snap = config.snapshot
-    conf = {
-        "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": warehouse_dir(config),
-    }
-    if snap.metastore_uri:
-        conf["spark.hadoop.hive.metastore.uris"] = snap.metastore_uri
-    else:
-        folder = config.under_root(snap.metastore_dir, "_cdc_metastore")
-        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
-            f"jdbc:derby:;databaseName={folder}/metastore_db;create=true"
-        )
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.stream.error.file={folder}/derby.log"
-    return conf
-
-
-def check_metastore(config: AppConfig, clock: Callable[[], float] = time.monotonic) -> None:
-    """Raise :class:`SnapshotError` naming ``snapshot.metastore_uri`` when none of its thrift servers
-    accepts a connection within ``snapshot.metastore_timeout_seconds`` (no-op for the embedded Derby)."""
-    uris = config.snapshot.metastore_uri
-    if not uris:
-        return
-    timeout = config.snapshot.metastore_timeout_seconds
-    deadline = clock() + timeout
-    servers = []
-    for uri in uris.split(","):
-        parsed = urllib.parse.urlsplit(uri.strip())
-        servers.append((parsed.hostname or "localhost", parsed.port or 9083))
-    last: OSError | None = None
-    while True:
-        for host, port in servers:
-            try:
-                socket.create_connection((host, port), timeout=min(5.0, timeout)).close()
-                return
-            except OSError as exc:
-                last = exc
-        if clock() >= deadline:
-            raise SnapshotError(
-                f"cannot reach the Hive metastore at {uris} within {timeout:g}s ({last}): is it running? "
-                "Check snapshot.metastore_uri"
-            )
-        time.sleep(1)
-
-
-def warehouse_dir(config: AppConfig) -> str:
-    return config.under_root(config.snapshot.warehouse_dir, "_cdc_warehouse")
-
-
 def hive_table(config: AppConfig, table: TableConfig) -> str:
     """``<snapshot.database>.<table>``: the logical name without its source database."""
     return f"{config.snapshot.database}.{table.name.split('.')[-1]}"
@@ -92,16 +40,6 @@ def hive_table(config: AppConfig, table: TableConfig) -> str:
 def table_location(config: AppConfig, table: TableConfig) -> str:
     db, name = hive_table(config, table).split(".")
     return f"{warehouse_dir(config).rstrip('/')}/{db}.db/{name}"
-
-
-def hive_schema(schema: StructType) -> StructType:
-    """The schema with types Hive 2 lacks replaced (TIMESTAMP_NTZ -> TIMESTAMP)."""
-    return StructType(
-        [
-            StructField(f.name, TimestampType() if isinstance(f.dataType, TimestampNTZType) else f.dataType, True)
-            for f in schema.fields
-        ]
-    )
 
 
 def table_ddl(qualified_name: str, schema: StructType, location: str) -> str:
@@ -117,7 +55,7 @@ def table_ddl(qualified_name: str, schema: StructType, location: str) -> str:
 def ensure_table(spark: SparkSession, qualified_name: str, schema: StructType, location: str) -> str:
     """Create the database and table if missing; add columns the snapshot gained. Returns the DDL."""
     db, _ = qualified_name.split(".")
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(db)}")
+    ensure_database(spark, db)
     ddl = table_ddl(qualified_name, schema, location)
     if not spark.catalog.tableExists(qualified_name):
         spark.sql(ddl)

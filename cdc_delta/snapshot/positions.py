@@ -11,9 +11,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.delta.commits import AppCommit, app_commits
 from cdc_delta.exceptions import KafkaUnavailable, SnapshotError
-from cdc_delta.ingest.commit_log import AppCommit, app_commits
-from cdc_delta.ingest.kafka_offsets import partition_lag
+from cdc_delta.kafka.offsets import partition_lag
 from cdc_delta.snapshot.readiness import KafkaPosition, Partition
 
 HISTORY_LIMIT = 20_000

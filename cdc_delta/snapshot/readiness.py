@@ -18,7 +18,7 @@ import zoneinfo
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cdc_delta.ingest.commit_log import AppCommit
+from cdc_delta.delta.commits import AppCommit
 
 Partition = tuple[str, int]
 
@@ -71,15 +71,11 @@ def batch_positions(commits: Iterable[AppCommit]) -> list[BatchPosition]:
     by_batch: dict[int, BatchPosition] = {}
     for commit in commits:
         batch_id = commit.batch_id
-        if batch_id is None or batch_id in by_batch or "offsets" not in commit.metadata:
+        if batch_id in by_batch or not commit.record.offsets:
             continue
-        meta = commit.metadata
-        offsets = {(t, int(p)): int(o) for t, parts in (meta.get("offsets") or {}).items() for p, o in parts.items()}
-        times = {
-            (t, int(p)): int(ts)
-            for t, parts in (meta.get("partition_max_source_ts_ms") or {}).items()
-            for p, ts in parts.items()
-        }
+        record = commit.record
+        offsets = {(t, int(p)): o for t, parts in record.offsets.items() for p, o in parts.items()}
+        times = {(t, int(p)): ts for t, parts in record.partition_max_source_ts_ms.items() for p, ts in parts.items()}
         by_batch[batch_id] = BatchPosition(batch_id, offsets, times)
     return [by_batch[b] for b in sorted(by_batch)]
 
@@ -157,12 +153,12 @@ def _positions_up_to(batches: list[BatchPosition], batch_id: int | None) -> dict
     return positions
 
 
-def table_version(commits: Iterable[AppCommit], batch_id: int | None) -> int | None:
+def version_at_batch(commits: Iterable[AppCommit], batch_id: int | None) -> int | None:
     """The table's version after its last stream commit of a batch <= ``batch_id`` (None: no such
     commit, the table held nothing then). ``commits`` are newest first."""
     if batch_id is None:
         return None
     for commit in commits:
-        if commit.batch_id is not None and commit.batch_id <= batch_id and "offsets" in commit.metadata:
+        if commit.batch_id <= batch_id and commit.record.offsets:
             return commit.version
     return None

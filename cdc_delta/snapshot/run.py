@@ -9,10 +9,11 @@ published as partition ``dt=<day>`` of a Hive table.
    final state is deleted are dropped (:mod:`.union`).
 3. The rows go to a new folder, are checked (row count, key uniqueness, the source's count when one is
    given: :mod:`.checks`), and one metastore call makes the folder the partition (:mod:`.hive_publish`).
-4. The run is recorded in the snapshot log (:mod:`.log`), which the next night's base and the tombstone
-   purge read, in one commit for all its published tables once they are done (also when a table
-   failed), and only then are the day's older run folders removed. A view ``<table>_current``
-   (:mod:`.current_view`) unions the latest snapshot with the Delta rows for near-real-time queries.
+4. The run is recorded in the snapshot log (:mod:`cdc_delta.delta.snapshot_log`), which the next
+   night's base and the tombstone purge read, in one commit for all its published tables once they are
+   done (also when a table failed), and only then are the day's older run folders removed. A view
+   ``<table>_current`` (:mod:`cdc_delta.views.current_view`) unions the latest snapshot with the Delta
+   rows for near-real-time queries.
 """
 
 from __future__ import annotations
@@ -30,35 +31,25 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
-from cdc_delta.config import AppConfig, TableConfig, is_uri
+from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.delta.commits import AppCommit
+from cdc_delta.delta.snapshot_log import ensure_log, published_all, record
+from cdc_delta.delta.workers import each_table
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
 from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
-from cdc_delta.ingest.commit_log import AppCommit
-from cdc_delta.ingest.table_workers import each_table
-from cdc_delta.lock import exclusive_lock
+from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.reports import write_report
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.base import Base, choose_base
 from cdc_delta.snapshot.checks import key_counts, source_count
-from cdc_delta.snapshot.current_view import create_current_view
-from cdc_delta.snapshot.log import ensure_log, published_all, record
 from cdc_delta.snapshot.positions import KafkaPositions, stream_commits
-from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for, table_version
+from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for, version_at_batch
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot, log_published
 from cdc_delta.snapshot.union import Union, delta_side, union_rows
+from cdc_delta.views.catalog import hive_schema
+from cdc_delta.views.current_view import create_current_view
 
 logger = logging.getLogger(__name__)
-
-
-def lock_path(config: AppConfig) -> str:
-    """The lock file keeping two snapshot runs apart (on a filesystem every runner shares)."""
-    if config.snapshot.lock_path:
-        return config.snapshot.lock_path
-    if is_uri(config.storage.root):
-        raise ConfigError(
-            f"storage.root {config.storage.root!r} is not local: set snapshot.lock_path to a shared local path"
-        )
-    return f"{config.storage.root.rstrip('/')}/_cdc_snapshot.lock"
 
 
 def wait_until_ready(
@@ -142,7 +133,7 @@ class _Run:
     def publish(self, table: TableConfig) -> TableSnapshot | None:
         """Build, write, check and publish one table's partition; None when there is nothing yet."""
         started = time.monotonic()
-        version = table_version(self.commits.get(table.name, []), self.readiness.batch_id)
+        version = version_at_batch(self.commits.get(table.name, []), self.readiness.batch_id)
         delta = delta_side(self.spark, self.config, table, version)
         history = self.published.get(table.name, [])
         earlier = [r for r in history if r["dt"] < self.day]
@@ -196,7 +187,7 @@ class _Run:
     def _write(self, table: TableConfig, union: Union, base: Base, has_delta: bool) -> _Written:
         """The union's rows in Hive's types, written to a new run folder of the day; counted as written."""
         rows = union.rows.select(
-            *[F.col(C.quote(f.name)).cast(f.dataType) for f in hive.hive_schema(union.rows.schema).fields]
+            *[F.col(C.quote(f.name)).cast(f.dataType) for f in hive_schema(union.rows.schema).fields]
         )
         root = hive.table_location(self.config, table)
         folder = f"{root}/{hive.PARTITION_COLUMN}={self.day}/run-{self.run_id}"
@@ -284,7 +275,7 @@ def run_snapshot(
         raise ConfigError(clashes)
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
-    with exclusive_lock(lock_path(config), stale_after_s=12 * 3600, what="snapshot"):
+    with exclusive_lock(lock_path(config, "snapshot"), stale_after_s=12 * 3600, what="snapshot"):
         readiness, commits = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         history = published_all(spark, config)

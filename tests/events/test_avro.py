@@ -11,12 +11,13 @@ import pytest
 from fastavro import parse_schema, schemaless_writer
 
 from cdc_delta.config import parse_config
+from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.avro_encoding import AvroEncoder, avro_schema
 from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id, unescape_name
-from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, DecodePlan, decode_record
+from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, decode_record
 from tests.events.test_captured_debezium import PLAN, RECORDS
 
-PLAN_ORDERS = DecodePlan.from_config(
+PLAN_ORDERS = decode_plan(
     parse_config(
         {
             "app_id": "avro",

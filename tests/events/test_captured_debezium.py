@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from cdc_delta.config import parse_config
-from cdc_delta.events.envelope import DEAD, OK, SKIP, Decoded, DecodePlan, decode_record
+from cdc_delta.decode.plan import decode_plan
+from cdc_delta.events.envelope import DEAD, OK, SKIP, Decoded, decode_record
 
 CAPTURE = Path(__file__).parent / "debezium" / "mariadb-3.5.0.jsonl"
 RECORDS = [json.loads(line) for line in CAPTURE.read_text(encoding="utf-8").splitlines()]
-PLAN = DecodePlan.from_config(
+PLAN = decode_plan(
     parse_config(
         {
             "app_id": "capture",

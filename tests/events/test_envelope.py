@@ -10,6 +10,7 @@ import re
 import pytest
 
 from cdc_delta.config import parse_config
+from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable, envelope
 from cdc_delta.events.envelope import DEAD, OK, SKIP, DecodePlan, decode_record
 
@@ -19,7 +20,7 @@ TOPIC = "dbserver1.inventory.orders"
 
 def plan(**overrides: object) -> DecodePlan:
     table = {"name": "inventory.orders", "topics": [TOPIC], "key": ["id"], **overrides}
-    return DecodePlan.from_config(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [table]}))
+    return decode_plan(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [table]}))
 
 
 ROW = {
@@ -115,7 +116,7 @@ def test_unrouted_topic_is_dead_and_says_so() -> None:
 @pytest.mark.parametrize(("policy", "status"), [("soft_delete", OK), ("skip", SKIP), ("dead_letter", DEAD)])
 def test_truncate_policy(policy: str, status: str) -> None:
     table = {"name": "inventory.orders", "topics": [TOPIC], "key": ["id"]}
-    p = DecodePlan.from_config(
+    p = decode_plan(
         parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [table], "truncate_policy": policy})
     )
     out = decode(envelope(TABLE, "t", None, None), p)

@@ -13,9 +13,9 @@ import pytest
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
-from cdc_delta.ingest.batch import BatchProcessor
 from cdc_delta.maintenance.purge import purge_cutoff
 from cdc_delta.maintenance.run import run_maintenance
+from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import read_canonical
 
 pytestmark = pytest.mark.spark

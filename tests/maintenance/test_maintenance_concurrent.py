@@ -12,7 +12,7 @@ import yaml
 from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
-from cdc_delta.ingest.batch import BatchProcessor
+from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import batch_ids_per_commit
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -11,13 +11,14 @@ from prometheus_client import generate_latest
 
 from cdc_delta.check.run import CheckReport, TableCheck
 from cdc_delta.config import parse_config
-from cdc_delta.ingest.kafka_offsets import PartitionLag
-from cdc_delta.ingest.merge import MergeResult
-from cdc_delta.ingest.results import BatchResult, TableResult
+from cdc_delta.kafka.offsets import PartitionLag
 from cdc_delta.maintenance.run import MaintenanceReport, TableReport
+from cdc_delta.merger.apply import TableResult
+from cdc_delta.merger.merge import MergeResult
 from cdc_delta.metrics.stream import StreamMetrics
 from cdc_delta.metrics.textfile import job_metrics
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot
+from cdc_delta.stream.results import BatchResult
 from tests.prom import samples
 from tests.services import ROOT
 

@@ -18,9 +18,9 @@ from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
-from cdc_delta.ingest.stream import start_stream
 from cdc_delta.metrics.server import MetricsServer
 from cdc_delta.metrics.stream import UNROUTED, StreamMetrics
+from cdc_delta.stream.query import start_stream
 from tests.prom import samples
 from tests.services import wait_for, write_config
 
@@ -62,7 +62,7 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
     config = load_config(path, env={})
     metrics = StreamMetrics(config)
     endpoint = MetricsServer(config, metrics)
-    caplog.set_level(logging.INFO, logger="cdc_delta.ingest.stream")
+    caplog.set_level(logging.INFO, logger="cdc_delta.stream.query")
     query = start_stream(spark, config, metrics=metrics)
     endpoint.start(query)
     try:

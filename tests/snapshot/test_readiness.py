@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
-from cdc_delta.ingest.commit_log import AppCommit
+from cdc_delta.delta.commits import AppCommit, StreamCommit
 from cdc_delta.snapshot.readiness import (
     BatchPosition,
     KafkaPosition,
     batch_positions,
     check_readiness,
     cutoff_for,
-    table_version,
+    version_at_batch,
 )
 
 CUTOFF = dt.datetime(2026, 3, 2, tzinfo=dt.timezone.utc)
@@ -70,17 +71,17 @@ def test_a_quiet_partition_read_to_the_end_passes_after_the_grace_period() -> No
     assert not check_readiness(batches, CUTOFF, None, CUTOFF + dt.timedelta(days=1), GRACE).ready
 
 
-def commit(version: int, batch_id: int | None, **meta: object) -> AppCommit:
-    metadata = {"app_id": "x", **({"batch_id": batch_id} if batch_id is not None else {}), **meta}
-    return AppCommit(version, CUTOFF, "MERGE", metadata, {})
+def commit(version: int, batch_id: int, **meta: Any) -> AppCommit:
+    return AppCommit(version, CUTOFF, "MERGE", StreamCommit("x", batch_id, **meta), {})
 
 
 def test_batch_positions_merge_the_tables_commits_and_table_version_picks_the_last_at_or_before() -> None:
     offsets = {"offsets": {"a": {"0": 5}}, "partition_max_source_ts_ms": {"a": {"0": MS}}}
-    table_a = [commit(7, 4, **offsets), commit(6, None), commit(5, 2, **offsets), commit(3, 1, **offsets)]
+    # version 6: a commit of a batch that read no records (no offsets), which holds no position
+    table_a = [commit(7, 4, **offsets), commit(6, 3), commit(5, 2, **offsets), commit(3, 1, **offsets)]
     table_b = [commit(2, 4, **offsets), commit(1, 3, **offsets)]
     positions = batch_positions([*table_a, *table_b])
     assert [p.batch_id for p in positions] == [1, 2, 3, 4]
     assert positions[0].offsets == {A0: 5} and positions[0].source_ts_ms == {A0: MS}
-    assert table_version(table_a, 3) == 5 and table_version(table_a, 4) == 7
-    assert table_version(table_a, 0) is None and table_version(table_a, None) is None
+    assert version_at_batch(table_a, 3) == 5 and version_at_batch(table_a, 4) == 7
+    assert version_at_batch(table_a, 0) is None and version_at_batch(table_a, None) is None

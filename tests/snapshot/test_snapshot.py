@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from cdc_delta.config import AppConfig, parse_config
+from cdc_delta.delta.snapshot_log import published
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable, envelope
 from cdc_delta.exceptions import NotReady, SnapshotError
-from cdc_delta.ingest.batch import BatchProcessor
 from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.snapshot import hive_publish
-from cdc_delta.snapshot.log import published
 from cdc_delta.snapshot.run import run_snapshot
+from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import arrow_rows, canonical_columns
 from tests.oracle import canonical
 

@@ -1,0 +1,126 @@
+"""Decode a Kafka micro-batch on the executors. JSON: in the JVM where it can be done exactly
+(:mod:`.jvm`), else with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`)
+as a Python UDF, only for the records that need it. Avro: with fastavro over Arrow batches
+(:mod:`.avro`). :func:`decoder_for` picks by ``kafka.value_format``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cdc_delta.config import AppConfig
+from cdc_delta.decode.avro import decode_avro_batch
+from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
+from cdc_delta.decode.jvm import FAST, ImageSchema, envelopes, fast_decoded, probe
+from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
+
+logger = logging.getLogger(__name__)
+
+
+_OFFSET = ("topic", "partition", "offset")
+
+
+@dataclass(frozen=True)
+class DecodedBatch:
+    """A decoded micro-batch, held until :meth:`release`: ``frame`` holds the Kafka columns and the
+    ``_decoded`` struct of every record; the value is null where the JVM decoded the record
+    (:meth:`with_values` reads it again)."""
+
+    frame: DataFrame
+    checkpointed: DataFrame
+    """The JVM-decoded records, checkpointed locally: every query of the batch plans over a short
+    lineage, not over the decoding expression (large with many schemas)."""
+    raw: DataFrame
+    """The batch as the source gives it (the Kafka columns), read again only for values."""
+    cached: DataFrame | None = None
+    """The records the reference decoder decoded, cached beside the checkpoint."""
+
+    def with_values(self, rows: DataFrame) -> DataFrame:
+        """``rows`` of :attr:`frame` with every Kafka value, byte for byte: read again from the batch
+        (a pass over it; for dead letters of a stopped table, not on the usual path)."""
+        return with_values(rows, self.raw)
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
+        # A local checkpoint's blocks belong to the RDD under its plan; Spark frees them only when the
+        # RDD is garbage collected on the driver, so they are freed here, batch by batch.
+        self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def with_values(rows: DataFrame, raw: DataFrame) -> DataFrame:
+    """``rows`` (the Kafka columns and more, few rows) with the value of each from ``raw``."""
+    found = raw.select(*_OFFSET, F.col("value").alias("_raw_value"))
+    joined = found.join(F.broadcast(rows), list(_OFFSET))
+    return joined.select(*[F.col("_raw_value").alias(c) if c == "value" else c for c in rows.columns])
+
+
+def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
+    """The reference decoder over ``records`` (the Kafka columns) as a row-at-a-time Python UDF."""
+
+    def decode(topic: str, partition: int, offset: int, value: Any) -> Decoded:
+        return decode_record(topic, partition, offset, None if value is None else bytes(value), plan)
+
+    udf = F.udf(decode, decoded_schema())
+    return records.select(*KAFKA_COLUMNS, udf("topic", "partition", "offset", "value").alias(DECODED))
+
+
+def decode_batch(
+    batch: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+) -> DecodedBatch:
+    """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
+    parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
+    envelopes parsed once (cached while decoding, without the values); the probe reads its distinct
+    schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the reference
+    decoder (few, usually none) are read again with their values, decoded by it and cached beside. ``schemas`` keeps the
+    Connect schemas read, by id, from one batch to the next (see :func:`~.jvm.probe`)."""
+    spark = batch.sparkSession
+    raw = batch.coalesce(spark.sparkContext.defaultParallelism)
+    env = envelopes(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        found = probe(raw, env, plan, schemas)  # reads the batch from Kafka and parses it, once
+        candidates = fast_decoded(env, plan, found).localCheckpoint(eager=True)
+    finally:
+        env.unpersist()
+    fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
+    rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
+    if rest.isEmpty():
+        return DecodedBatch(fast, candidates, raw)
+    slow = python_decoded(with_values(rest, raw), plan).persist(StorageLevel.MEMORY_AND_DISK)
+    return DecodedBatch(fast.unionByName(slow), candidates, raw, slow)
+
+
+class JsonDecoder:
+    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, from batch to batch."""
+
+    def __init__(self, plan: DecodePlan) -> None:
+        self.plan = plan
+        self.schemas: dict[int, ImageSchema | None] = {}
+
+    def __call__(self, batch: DataFrame) -> DecodedBatch:
+        return decode_batch(batch, self.plan, self.schemas)
+
+
+class AvroDecoder:
+    """Decodes the stream's Avro batches; keeps the registry's schemas, by id, from batch to batch."""
+
+    def __init__(self, plan: DecodePlan, schemas: AvroSchemas) -> None:
+        self.plan = plan
+        self.schemas = schemas
+
+    def __call__(self, batch: DataFrame) -> DecodedBatch:
+        decoded = decode_avro_batch(batch, self.plan, self.schemas)
+        return DecodedBatch(decoded, decoded, batch)
+
+
+def decoder_for(config: AppConfig, plan: DecodePlan) -> JsonDecoder | AvroDecoder:
+    """The decoder of ``kafka.value_format``."""
+    if config.kafka.value_format == "avro":
+        return AvroDecoder(plan, AvroSchemas(config.schema_registry, config.kafka.unescape_field_names))
+    return JsonDecoder(plan)

@@ -1,0 +1,425 @@
+"""Decode a micro-batch of Debezium JSON envelopes in the JVM, with Spark's own JSON functions.
+
+1. A probe parses the batch's envelopes and brings back, per (topic, db, table, schema), one row: the
+   distinct Connect schemas and source tables of the batch, a handful of rows.
+2. On the driver each distinct schema is read once, with the reference decoder's own code, into
+   per-column conversions (:mod:`.connect_values`), and each source table is routed.
+3. A few projections decode every record: the image is read with ``from_json`` once per record, by a
+   schema object, its fields reached by position (a column's name, whatever it holds, is never parsed
+   as SQL), its values made canonical by Spark expressions, into the very struct the reference decoder
+   returns (:class:`~cdc_delta.events.envelope.Decoded`).
+
+A record this projection cannot decode exactly as the reference does - bad or lenient JSON (single
+quotes, bare NaN, data after the envelope), no schema, no route, an op other than c/u/d/r, Debezium's
+own records, a schema with a type the expressions do not cover, a value that does not convert, a source
+position out of range, a lone surrogate, a null key, a field the schema does not name - gets no struct
+here; the caller decodes those with the reference decoder
+(:func:`cdc_delta.events.envelope.decode_record`), so that every record ends as it always has: same
+status, same reason, same values.
+
+Differences left (:mod:`.connect_values` has one more): a field nested within a few levels of the
+parsers' limits (Jackson refuses 1,000 levels; Python's parser gives up near its recursion limit, sooner
+the deeper the stack it is called on) may be decoded by one and refused by the other; no source writes
+one. A record either decoder refuses is dead-lettered with the reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
+
+from cdc_delta.decode.connect_values import Conversion, conversion, let
+from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
+from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
+
+ENV = "_env"
+SCHEMA_ID = "_schema_id"
+TOMBSTONE_FLAG = "_tombstone"
+UTF8_FLAG = "_utf8"
+FAST = "_fast"
+KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
+"""The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
+_PAYLOAD = (
+    "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING, file: STRING, "
+    "pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>"
+)
+_ENVELOPE = f"schema STRING, payload STRUCT<{_PAYLOAD}>"
+_HEAD = '{"schema":'
+_PAYLOAD_KEY = ',"payload":'
+_DIGITS = r"^-?[0-9]+$"
+_GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
+_FILE_NUMBER = r"([0-9]+)[^0-9]*$"
+STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+"""JSON as Python's parser (the reference) reads it: Jackson's leniencies that Spark turns on, single
+quotes and bare NaN/INF/+Infinity, off. A record with a bare NaN or Infinity (which Python reads) goes to
+the reference decoder."""
+_NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
+_CORRUPT = "_cdc_unreadable"
+
+
+@dataclass(frozen=True)
+class ImageSchema:
+    """One distinct Connect schema of a batch, read on the driver."""
+
+    descriptor: str
+    """The ``schema_json`` the reference writes for events of this schema."""
+    columns: tuple[tuple[str, Conversion], ...]
+    """Per column of the image, how it is read and made canonical."""
+
+
+def read_schema(text: str | None) -> ImageSchema | None:
+    """The image columns of an envelope schema; None where the JVM cannot decode its events exactly
+    (also where it has no schema, or its head is not valid UTF-8: :func:`_schema_texts`)."""
+    if text is None:
+        return None
+    try:
+        return _read_schema(text)
+    except Exception:  # noqa: BLE001 (a schema that breaks the reader, say nested too deep, is left to the reference, which dead-letters its records)
+        return None
+
+
+def _read_schema(text: str) -> ImageSchema | None:
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    after, before = image_fields(schema, "after"), image_fields(schema, "before")
+    if not after or (before is not None and before != after):
+        return None
+    columns = []
+    for name, field in after.items():
+        convert = conversion(field)
+        if convert is None or name == _CORRUPT:
+            return None
+        columns.append((name, convert))
+    descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])
+    return ImageSchema(descriptor, tuple(columns))
+
+
+_HEAD_COLUMN = "_head"
+
+
+def _with_head(batch: DataFrame) -> DataFrame:
+    """``batch`` and ``_head``: the text of each record before its first unquoted ``,"payload":``
+    key. A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no
+    space, is *shaped* (:func:`_shaped`): its head is ``{"schema":`` and the schema's text, its payload
+    is the rest but the closing brace. In valid JSON an unquoted ``,"payload":`` can only be an
+    object's key (a quote inside a string is escaped), and the first one is the envelope's: a Connect
+    schema has no such key. A record split wrongly parses to no payload and goes to the reference
+    decoder."""
+    head = F.substring_index(F.col("value").cast("string"), _PAYLOAD_KEY, 1)
+    return batch.select(*batch.columns, head.alias(_HEAD_COLUMN))
+
+
+def _shaped() -> Column:
+    text = F.col("value").cast("string")
+    head = F.col(_HEAD_COLUMN)
+    return text.startswith(_HEAD) & text.endswith("}") & (F.octet_length(head) < F.octet_length("value"))
+
+
+def _one_value(text: Column, ddl: str) -> Column:
+    """The JSON object ``text`` holds, read as ``STRUCT<ddl>``; NULL where anything but whitespace follows
+    it. Jackson stops at the end of the first value and Spark ignores the rest, so a record holding two
+    envelopes would otherwise be read as the first: it is read as a one-element array instead, which
+    anything after the object makes invalid (the reference decoder then refuses the record)."""
+    values = F.from_json(F.concat(F.lit("["), text, F.lit("]")), f"ARRAY<STRUCT<{ddl}>>", STRICT_JSON)
+    return F.when(F.size(values) == 1, F.element_at(values, 1))
+
+
+def _schema_id(whole_schema: Column) -> Column:
+    """A record's schema id: the hash of its head where shaped, else of its schema as parsed whole
+    (``whole_schema``, the ``schema`` field read as a string)."""
+    return F.when(_shaped(), F.xxhash64(_HEAD_COLUMN)).otherwise(F.xxhash64(whole_schema))
+
+
+def envelopes(batch: DataFrame) -> DataFrame:
+    """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
+    what the fast path needs of the value: whether it is null (a tombstone) and whether it is valid
+    UTF-8 (of a shaped record, its payload: its head is checked once per schema, by :func:`probe`; the
+    key between them and the closing brace are ASCII). The value itself (kilobytes a record, mostly
+    the schema) is not kept: the schemas' texts (:func:`probe`) and the records the reference decoder
+    takes (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
+
+    A shaped record (:func:`_with_head`) is cut in bytes at its payload key: only the payload is
+    parsed, and its schema id is a hash of its head. Any other record is parsed whole, its schema id
+    a hash of its schema's text."""
+    text = F.col("value").cast("string")
+    at = F.octet_length(_HEAD_COLUMN) + len(_PAYLOAD_KEY) + 1
+    payload_text = F.substring("value", at, F.octet_length("value") - at).cast("string")
+    shaped = _shaped()
+    # Spark evaluates from_json in a CASE's every branch: the whole record is given only where needed.
+    parsed = _one_value(F.when(~shaped, text), _ENVELOPE)
+    payload = F.when(shaped, _one_value(payload_text, _PAYLOAD)).otherwise(parsed.getField("payload"))
+    return _with_head(batch).select(
+        *KAFKA_KEPT,
+        F.struct(payload.alias("payload")).alias(ENV),
+        _schema_id(parsed.getField("schema")).alias(SCHEMA_ID),
+        F.col("value").isNull().alias(TOMBSTONE_FLAG),
+        F.when(shaped, F.is_valid_utf8(payload_text)).otherwise(F.is_valid_utf8(text)).alias(UTF8_FLAG),
+    )
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the batch holds, as the driver needs it: per schema id, the decodable image schema and the
+    logical table its records route to; and the routes of every (topic, db, table) seen."""
+
+    images: dict[tuple[int, str], ImageSchema]
+    routes: dict[str, str]
+    """Route key (:func:`route_key`) -> logical table."""
+
+
+def route_key(topic: str, db: str | None, tbl: str | None) -> str:
+    return "\u0000".join((topic, _NONE if db is None else db, _NONE if tbl is None else tbl))
+
+
+def probe(
+    batch: DataFrame, env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+) -> Probe:
+    """A small job over the parsed batch (``env``, the :func:`envelopes` of ``batch``), its distinct
+    (topic, db, table, schema id), each triple routed; and, where some are new, another job that reads
+    the text of each schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept
+    by the caller across batches and filled here) from one record of ``batch``."""
+    payload = f"{ENV}.payload"
+    rows = (
+        env.where(F.col(payload).isNotNull())
+        .groupBy(
+            "topic", F.col(f"{payload}.source.db").alias("db"), F.col(f"{payload}.source.table").alias("tbl"), SCHEMA_ID
+        )
+        .agg(F.min(F.struct("partition", "offset")).alias("at"))
+        .collect()
+    )
+    known = {} if schemas is None else schemas
+    routed = [(r, plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
+    new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
+    wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new}
+    known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(batch, wanted).items())
+    images: dict[tuple[int, str], ImageSchema] = {}
+    routes: dict[str, str] = {}
+    for r, table in routed:
+        if table is None:
+            continue
+        routes[route_key(r["topic"], r["db"], r["tbl"])] = table
+        image = known.get(r[SCHEMA_ID])
+        if image is not None:
+            images[(r[SCHEMA_ID], table)] = image
+    return Probe(images, routes)
+
+
+def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
+    """Schema id -> the schema's text, read from the given records (topic, partition, offset); None
+    where the record has no schema, or its head is not valid UTF-8 (the fast path checks only the
+    payload of a shaped record: its events go to the reference decoder, which refuses them)."""
+    if not records:
+        return {}
+    at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
+    wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
+    whole = _one_value(F.when(~_shaped(), F.col("value").cast("string")), _ENVELOPE).getField("schema")
+    head = F.when(F.is_valid_utf8(_HEAD_COLUMN), F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1))
+    schema = F.when(_shaped(), head).otherwise(whole)
+    found = _with_head(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
+    return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
+
+
+def _source(name: str) -> Column:
+    return F.col(ENV).getField("payload").getField("source").getField(name)
+
+
+def _number(text: Column) -> Column:
+    """A position field as the reference reads it: its integer, 0 where it holds none."""
+    return F.when(text.rlike(_DIGITS), text.try_cast("bigint")).otherwise(F.lit(0).cast("bigint"))
+
+
+def _sequence(text: Column, pattern: str) -> Column:
+    """The number a GTID or binlog file name holds (``pattern``'s group), 0 where it holds none."""
+    digits = F.nullif(F.regexp_extract(text, pattern, 1), F.lit(""))
+    return F.coalesce(digits.try_cast("bigint"), F.lit(0).cast("bigint"))
+
+
+def _seq() -> Column:
+    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record; a field that does not fit its
+    type is NULL here, and the record is not :func:`_plain_source` (the reference dead-letters it)."""
+    op = F.col(ENV).getField("payload").getField("op")
+    return F.struct(
+        F.when(op == "r", F.lit(0)).otherwise(F.lit(1)).alias("phase"),
+        _sequence(_source("gtid"), _GTID_SEQUENCE).alias("gtid"),
+        _sequence(_source("file"), _FILE_NUMBER).alias("file"),
+        _number(_source("pos")).alias("pos"),
+        _number(_source("row")).try_cast("int").alias("row"),
+        _number(_source("ts_ms")).alias("ts_ms"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").alias("offset"),
+    )
+
+
+_WHICH, _TEXT = "_which", "_text"
+_JSON_TYPES: dict[str, DataType] = {
+    "bigint": LongType(),
+    "double": DoubleType(),
+    "boolean": BooleanType(),
+    "string": StringType(),
+}
+"""The types :mod:`.connect_values` reads fields with."""
+
+
+def _parsed(k: int, image: ImageSchema) -> Column:
+    """``_img<k>``: the image of the records of schema ``k`` (:data:`_WHICH`), parsed by a schema object
+    (the names are data, never SQL) and cast by position to fields ``c0``, ``c1``, ... (names that differ
+    only in case, say, are never resolved); NULL for other records, which are not even parsed."""
+    types = [_JSON_TYPES[convert.json_type] for _, convert in image.columns]
+    corrupt = StructField(_CORRUPT, StringType())
+    names = [name for name, _ in image.columns]
+    as_read = StructType([StructField(n, t) for n, t in zip(names, types, strict=True)] + [corrupt])
+    positional = StructType([StructField(f"c{i}", t) for i, t in enumerate(types)] + [corrupt])
+    options = {**STRICT_JSON, "columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+    text = F.when(F.col(_WHICH) == k, F.col(_TEXT))
+    return F.from_json(text, as_read, options).cast(positional).alias(f"_img{k}")
+
+
+def _canonical(k: int, image: ImageSchema, keys: Iterable[str]) -> Column:
+    """``_r<k>``: for the records of schema ``k``, a struct {ok, row}: the image's values made canonical
+    once (``row``, fields ``c0``...) and whether every one converted, every key is there and the image
+    holds no other field. SQL over generated operands only (:mod:`.connect_values`); the parsed image
+    (``img``) and the canonical values (``r``) are bound once each, so that the expression reads
+    ``_img<k>`` once: a filter Spark pushes below these projections inlines it without copies."""
+    fields = [f"c{i}" for i in range(len(image.columns))]
+    at = {name: field for (name, _), field in zip(image.columns, fields, strict=True)}
+    values = ", ".join(
+        f"'{f}', {convert.apply(f'img.{f}', _TEXT)}" for f, (_, convert) in zip(fields, image.columns, strict=True)
+    )
+    checks = ["img IS NOT NULL", f"img.{_CORRUPT} IS NULL"]
+    checks += [f"(img.{f} IS NULL OR r.{f} IS NOT NULL)" for f in fields]
+    checks += [f"r.{at[key]} IS NOT NULL" if key in at else "false" for key in keys]
+    checks.append(f"size(json_object_keys({_TEXT})) = {len(fields)}")
+    result = f"named_struct('ok', coalesce({' AND '.join(checks)}, false), 'row', r)"
+    body = let(f"_img{k}", "img", let(f"named_struct({values})", "r", result))
+    return F.expr(f"CASE WHEN {_WHICH} = {k} THEN {body} END").alias(f"_r{k}")
+
+
+def _row_json(k: int, image: ImageSchema, canonical: StructType) -> Column:
+    """The canonical row of schema ``k`` as JSON, its fields named by the columns' names: the row is
+    cast by position to a struct type that holds them (``canonical``: the row's type as Spark made it;
+    one cast, and no name is ever parsed)."""
+    named = StructType([StructField(name, f.dataType) for (name, _), f in zip(image.columns, canonical, strict=True)])
+    return F.to_json(F.col(f"_r{k}").getField("row").cast(named), {"ignoreNullFields": "false"})
+
+
+def _plain_source() -> Column:
+    """Valid UTF-8 (Spark's cast would replace bad bytes, the reference refuses them), an op the fast
+    path decodes, and a source position it reads as the reference does, every field of it in range."""
+
+    def integer(name: str, type_name: str) -> Column:
+        text = _source(name)
+        return text.rlike(_DIGITS) & text.try_cast(type_name).isNotNull()
+
+    def sequence(name: str, pattern: str) -> Column:
+        digits = F.coalesce(F.regexp_extract(_source(name), pattern, 1), F.lit(""))
+        return (digits == "") | digits.try_cast("bigint").isNotNull()
+
+    return (
+        F.col(UTF8_FLAG)
+        & F.col(ENV).getField("payload").getField("op").isin("c", "u", "d", "r")
+        & integer("ts_ms", "bigint")
+        & (_source("pos").isNull() | integer("pos", "bigint"))
+        & (_source("row").isNull() | integer("row", "int"))
+        & sequence("gtid", _GTID_SEQUENCE)
+        & sequence("file", _FILE_NUMBER)
+    )
+
+
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+_LONE_SURROGATE = (
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _lone_surrogate(text: Column) -> Column:
+    """Whether the image's text escapes a lone UTF-16 surrogate (``\\udfff``), which no valid text
+    holds: Spark would read it as ``?``, the reference dead-letters it. Looked for only in the rare text
+    that escapes a surrogate at all (JsonConverter writes text as UTF-8, unescaped)."""
+    return F.when(text.rlike(_SURROGATE_ESCAPE), text.rlike(_LONE_SURROGATE)).otherwise(F.lit(False))
+
+
+def _no_value() -> Column:
+    return F.lit(None).cast("binary").alias("value")
+
+
+def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
+    """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the reference decoder's
+    struct for the records decoded here, NULL for the others. Projections, each computing what the next
+    reads more than once (Spark does not merge a projection into the next where that would compute an
+    expression twice): each record's table, schema (``_which``), image text and ordering key; its image
+    parsed; its values made canonical and checked; the struct assembled."""
+    source = f"{ENV}.payload.source"
+    key = F.concat_ws(
+        "\u0000",
+        F.col("topic"),
+        F.coalesce(F.col(f"{source}.db"), F.lit(_NONE)),
+        F.coalesce(F.col(f"{source}.table"), F.lit(_NONE)),
+    )
+    pairs = [c for k, v in sorted(found.routes.items()) for c in (F.lit(k), F.lit(v))]
+    table = F.element_at(F.create_map(*pairs), key) if pairs else F.lit(None).cast("string")
+    tombstone = F.struct(
+        F.lit(SKIP).alias("status"),
+        F.lit(TOMBSTONE).alias("reason"),
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
+    )
+    if not found.images:
+        return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
+    schemas = sorted(found.images.items())
+    which: Column | None = None
+    descriptors: list[Column] = []
+    for k, ((schema_id, name), schema) in enumerate(schemas):
+        branch = (F.col(SCHEMA_ID) == F.lit(schema_id)) & (table == F.lit(name))
+        which = F.when(branch, F.lit(k)) if which is None else which.when(branch, F.lit(k))
+        descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
+    assert which is not None
+    payload = F.col(ENV).getField("payload")
+    text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
+    routed = env.select(
+        *KAFKA_KEPT,
+        TOMBSTONE_FLAG,
+        table.alias("_table"),
+        which.alias(_WHICH),
+        text.alias(_TEXT),
+        _seq().alias("_seq"),
+        F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("_schema"),
+        F.col(f"{ENV}.payload.op").alias("_op"),
+        F.col(f"{source}.db").alias("_db"),
+        F.col(f"{source}.table").alias("_tbl"),
+        (_plain_source() & ~_lone_surrogate(text) & table.isNotNull()).alias("_plain"),
+    )
+    kept = [c for c in routed.columns if c != _TEXT]
+    parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (_, schema) in enumerate(schemas)])
+    canonical = parsed.select(
+        *kept, *[_canonical(k, schema, plan.keys[name]) for k, ((_, name), schema) in enumerate(schemas)]
+    )
+    image: Column | None = None
+    for k, (_, schema) in enumerate(schemas):
+        row_type = canonical.schema[f"_r{k}"].dataType["row"].dataType  # type: ignore[union-attr,index]
+        value = F.struct(F.col(f"_r{k}").getField("ok").alias("ok"), _row_json(k, schema, row_type).alias("row_json"))
+        image = F.when(F.col(_WHICH) == k, value) if image is None else image.when(F.col(_WHICH) == k, value)
+    assert image is not None
+    parts = canonical.select(*kept, image.alias("_image"))
+    seq = F.col("_seq")
+    decoded = F.struct(
+        F.lit(OK).alias("status"),
+        F.lit(None).cast("string").alias("reason"),
+        F.col("_table").alias("table"),
+        F.col("_op").alias("op"),
+        F.col("_db").alias("source_db"),
+        F.col("_tbl").alias("source_table"),
+        seq.alias("seq"),
+        F.when(seq.getField("ts_ms") != 0, seq.getField("ts_ms")).alias("source_ts_ms"),
+        F.col("_image.row_json").alias("row_json"),
+        F.col("_schema").alias("schema_json"),
+    )
+    ok = F.col("_plain") & F.coalesce(F.col("_image.ok"), F.lit(False))
+    fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(ok, decoded)
+    return parts.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST))

@@ -1,0 +1,83 @@
+"""Replicated Delta tables as every job knows them: their properties, creating one, its id and version,
+its symlink manifest and its stopped flag."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType, _parse_datatype_string
+
+from cdc_delta import columns as C
+from cdc_delta.events.ordering import SEQ_DDL
+
+logger = logging.getLogger(__name__)
+
+STOPPED_PROPERTY = "cdc_delta.stopped"
+"""Set to 'true' on a table whose source made a change it cannot follow; its events are parked."""
+STOPPED_REASON_PROPERTY = "cdc_delta.stopped_reason"
+"""Why the table stopped, for the reason of every event parked after."""
+MANIFEST_PROPERTY = "delta.compatibility.symlinkFormatManifest.enabled"
+"""With it, Delta rewrites the table's symlink manifest after each commit (``live_tables.enabled``)."""
+
+
+def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
+    """The full schema of a replicated table: business columns then metadata columns."""
+    parts = [f"{C.quote(name)} {type_name}" for name, type_name in business]
+    parts += [f"{C.quote(name)} {type_name or SEQ_DDL}" for name, type_name in C.METADATA_DDL]
+    schema = _parse_datatype_string(", ".join(parts))
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...], manifest: bool = False) -> str:
+    """Create the Delta table at ``path`` (no-op when a concurrent writer created it first), with
+    Delta keeping its symlink manifest current when ``manifest``; returns its Delta table id."""
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business))
+    if manifest:
+        builder = builder.property(MANIFEST_PROPERTY, "true")
+    builder.execute()
+    logger.info("created Delta table %s with %d business columns", path, len(business))
+    return table_id(spark, path)
+
+
+def _seen(spark: SparkSession, path: str) -> Any:
+    """The table's snapshot as this process last saw it (right after its own commit, that commit's): no
+    listing, no history read, no Spark job."""
+    log = spark.sparkContext._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
+    return log.unsafeVolatileSnapshot()
+
+
+def table_id(spark: SparkSession, path: str) -> str:
+    """The id of the Delta table at ``path`` (a table re-created at the same path gets another)."""
+    return str(_seen(spark, path).metadata().id())
+
+
+def current_version(spark: SparkSession, path: str) -> int:
+    """The table's version as this process last saw it (right after its own commit, that commit's)."""
+    return int(_seen(spark, path).version())
+
+
+def enable_manifest(spark: SparkSession, path: str) -> None:
+    """Have Delta write the table's symlink manifest now and after every later commit."""
+    spark.sql(f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES ('{MANIFEST_PROPERTY}' = 'true')")
+    logger.info("table %s: symlink manifest enabled (live_tables.enabled)", path)
+
+
+def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
+    """Flag the table as stopped, with why; later batches park its events until an operator resumes it
+    (:func:`clear_stopped`, ``cdc-delta resume-table``)."""
+    spark.sql(
+        f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES "
+        f"('{STOPPED_PROPERTY}' = 'true', '{STOPPED_REASON_PROPERTY}' = {C.string_literal(reason)})"
+    )
+
+
+def clear_stopped(spark: SparkSession, path: str) -> None:
+    """Clear the table's stopped flag and reason: the stream writes it again from its next start."""
+    spark.sql(
+        f"ALTER TABLE {C.delta_path_identifier(path)} UNSET TBLPROPERTIES IF EXISTS "
+        f"('{STOPPED_PROPERTY}', '{STOPPED_REASON_PROPERTY}')"
+    )

@@ -1,0 +1,226 @@
+"""The stream's checkpoint, checked at start against what the lake and Kafka recorded, so that a lost,
+replaced or older checkpoint loses nothing.
+
+Table writes are idempotent per Delta transaction id, with the batch id as version; a new checkpoint
+starts batch ids at 0 again, and a copy restored from a backup repeats ids already used, so Delta would
+skip those batches as done. Each checkpoint therefore carries an *epoch* (a file of cdc-delta's beside
+Spark's, :data:`EPOCH_FILE`), part of every transaction id and commit of the stream: batches of a new
+epoch are never mistaken for those of an old one, and re-applying old events is harmless (the ordering
+guard). At start (:func:`prepare_start`):
+
+- no checkpoint, and no stream has written the lake: a first start, from ``kafka.starting_offsets``;
+- no checkpoint, but a stream has written the lake (the checkpoint was lost or moved): a new epoch,
+  resuming from the consumer group's committed offsets (committed after every batch; earliest where
+  none);
+- a checkpoint behind the consumer group (restored from an older copy): a new epoch, so that its
+  batches are applied again rather than skipped;
+- a checkpoint with a batch done but a lake no stream has written: refused (the tables were deleted;
+  the stream would re-create them holding only later changes);
+- a checkpoint Spark cannot read: refused, naming the file and the recovery.
+
+Checkpoints from before epochs have none: their epoch is the empty one, whose transaction ids are the
+ones those stream commits used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from cdc_delta import hadoop_fs
+from cdc_delta.config import AppConfig
+from cdc_delta.delta.registry import registry_path
+from cdc_delta.delta.workers import one_line
+from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable
+from cdc_delta.kafka.offsets import partition_lag
+
+logger = logging.getLogger(__name__)
+
+EPOCH_FILE = "cdc_delta_epoch.json"
+
+
+def checkpoint_location(config: AppConfig) -> str:
+    """The stream's checkpoint folder: ``<storage.checkpoint_root>/<app_id>``."""
+    root = config.storage.checkpoint_root or f"{config.storage.root.rstrip('/')}/_cdc_checkpoints"
+    return f"{root.rstrip('/')}/{config.app_id}"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a Spark checkpoint folder holds, as far as the start needs it."""
+
+    location: str
+    batch: int | None
+    """The latest batch planned (its offsets written); None: the checkpoint is new."""
+    committed: int | None
+    """The latest batch done (Spark's commit written); None: none yet."""
+    offsets: dict[str, dict[str, int]]
+    """The end offsets (exclusive) of that batch, per topic and partition."""
+    epoch: str | None
+    """cdc-delta's epoch of this checkpoint; None: no epoch file (new, or from before epochs)."""
+
+
+def _corrupt(location: str, what: str) -> CheckpointMismatch:
+    return CheckpointMismatch(
+        f"checkpoint {location} is corrupt ({what}): Spark cannot resume from it. Move it aside "
+        f"(mv {location} {location}.corrupt) and start the stream again: it resumes from the consumer "
+        "group's committed offsets, and what it re-applies is harmless (the ordering guard)"
+    )
+
+
+def _read(spark: SparkSession, location: str, name: str) -> str | None:
+    try:
+        return hadoop_fs.read_text(spark, f"{location}/{name}")
+    except Exception as exc:  # noqa: BLE001 (a file that cannot be read, say by its checksum, is corrupt)
+        raise _corrupt(location, f"{name} cannot be read: {one_line(exc)}") from None
+
+
+def read_checkpoint(spark: SparkSession, location: str) -> Checkpoint:
+    """The checkpoint at ``location``; :class:`CheckpointMismatch` when a file of it cannot be read."""
+    names = hadoop_fs.list_names(spark, f"{location}/offsets")
+    batches = sorted(int(n) for n in names if n.isdigit())
+    epoch = None
+    text = _read(spark, location, EPOCH_FILE)
+    if text is not None:
+        try:
+            epoch = str(json.loads(text)["epoch"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _corrupt(location, f"{EPOCH_FILE}: {exc}") from None
+    done = [int(n) for n in hadoop_fs.list_names(spark, f"{location}/commits") if n.isdigit()]
+    committed = max(done) if done else None
+    if not batches:
+        return Checkpoint(location, None, None, {}, epoch)
+    latest = batches[-1]
+    text = _read(spark, location, f"offsets/{latest}") or ""
+    lines = text.splitlines()
+    try:
+        if len(lines) < 3 or not lines[0].startswith("v"):
+            raise ValueError(f"{len(lines)} lines, expected a version, the batch metadata and the source offsets")
+        offsets = json.loads(lines[2])
+        parsed = {t: {str(p): int(o) for p, o in ps.items()} for t, ps in offsets.items()}
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise _corrupt(location, f"offsets/{latest}: {exc}") from None
+    return Checkpoint(location, latest, committed, parsed, epoch)
+
+
+def write_epoch(spark: SparkSession, location: str, epoch: str) -> None:
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    hadoop_fs.write_text(spark, f"{location}/{EPOCH_FILE}", json.dumps({"epoch": epoch, "since": now}) + "\n")
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """How the stream starts: its epoch, and where it reads from where its checkpoint is new."""
+
+    epoch: str
+    starting_offsets: str | None = None
+    """Spark's ``startingOffsets`` JSON where the stream resumes from the consumer group; None: the
+    checkpoint's offsets, or ``kafka.starting_offsets`` for a first start."""
+    note: str | None = None
+    """One line for the log where the start is not the usual one."""
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    names = sorted(names)
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _lake_written(spark: SparkSession, config: AppConfig) -> bool:
+    """Whether a stream has written this lake: its table registry or its dead letters exist, or a
+    configured table's path holds a Delta table (a lake from before the registry)."""
+    if hadoop_fs.exists(spark, registry_path(config)) or DeltaTable.isDeltaTable(spark, config.storage.dead_letters):
+        return True
+    return any(DeltaTable.isDeltaTable(spark, config.storage.table_path(t)) for t in config.tables)
+
+
+def prepare_start(spark: SparkSession, config: AppConfig) -> StreamStart:
+    """Check the checkpoint against the lake and the consumer group; write the epoch it runs with.
+    :class:`CheckpointMismatch` where the stream must not start (a corrupt checkpoint, deleted tables)."""
+    location = checkpoint_location(config)
+    checkpoint = read_checkpoint(spark, location)
+    if checkpoint.batch is None:
+        start = _new_checkpoint(spark, config, location)
+    else:
+        start = _existing_checkpoint(spark, config, checkpoint)
+    if start.epoch != checkpoint.epoch:
+        write_epoch(spark, location, start.epoch)
+    if start.note:
+        logger.warning("%s", start.note)
+    return start
+
+
+def _new_epoch() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _group_offsets(config: AppConfig) -> dict[str, dict[str, int | None]] | None:
+    """Per subscribed topic and partition, the consumer group's committed offset (None: none); None
+    where the group cannot be read (cdc-delta's own Kafka clients speak PLAINTEXT only, for now)."""
+    kafka = config.kafka
+    if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        return None
+    try:
+        lags = partition_lag(kafka.bootstrap_servers, config.app_id, list(kafka.topics), kafka.topic_pattern)
+    except KafkaUnavailable as exc:
+        logger.warning(
+            "the consumer group's offsets cannot be read, the checkpoint is not checked against them: %s", exc
+        )
+        return None
+    found: dict[str, dict[str, int | None]] = {}
+    for lag in lags:
+        found.setdefault(lag.topic, {})[str(lag.partition)] = lag.committed
+    return found
+
+
+def _new_checkpoint(spark: SparkSession, config: AppConfig, location: str) -> StreamStart:
+    if not _lake_written(spark, config):
+        return StreamStart(_new_epoch())
+    group = _group_offsets(config) or {}
+    known = sum(o is not None for ps in group.values() for o in ps.values())
+    # Spark wants every partition named: -2 is the earliest offset.
+    offsets = {t: {p: (o if o is not None else -2) for p, o in ps.items()} for t, ps in group.items()}
+    where = (
+        f"consumer group {config.app_id}'s committed offsets ({known} partitions; earliest for the others)"
+        if known
+        else f"the earliest offsets (consumer group {config.app_id} holds none)"
+    )
+    note = (
+        f"checkpoint {location} is new but a stream has written the lake at {config.storage.root} (the "
+        f"checkpoint was lost or moved): resuming from {where}, under a new epoch, not from "
+        "kafka.starting_offsets; changes applied again are harmless (the ordering guard)"
+    )
+    return StreamStart(_new_epoch(), json.dumps(offsets, sort_keys=True) if offsets else "earliest", note)
+
+
+def _existing_checkpoint(spark: SparkSession, config: AppConfig, checkpoint: Checkpoint) -> StreamStart:
+    epoch = checkpoint.epoch if checkpoint.epoch is not None else ""  # "": from before epochs
+    if checkpoint.committed is not None and not _lake_written(spark, config):
+        raise CheckpointMismatch(
+            f"checkpoint {checkpoint.location} has read up to batch {checkpoint.committed}, but the lake at "
+            f"{config.storage.root} holds none of this stream's tables: they were deleted, or storage.root "
+            "changed. Started now, the stream would re-create them holding only later changes. If storage.root "
+            f"is wrong, correct it; to rebuild the tables from Kafka, move the checkpoint aside (mv "
+            f"{checkpoint.location} {checkpoint.location}.old) and start again (from kafka.starting_offsets)"
+        )
+    group = _group_offsets(config) or {}
+    ahead = [
+        f"{t}-{p}"
+        for t, ps in group.items()
+        for p, committed in ps.items()
+        if committed is not None and p in checkpoint.offsets.get(t, {}) and committed > checkpoint.offsets[t][p]
+    ]
+    if not ahead:
+        return StreamStart(epoch)
+    note = (
+        f"checkpoint {checkpoint.location} is older than what the stream applied (consumer group "
+        f"{config.app_id} is ahead of it on {len(ahead)} partitions: {_some(ahead)}): it was "
+        "restored from a copy; its batches are applied again under a new epoch rather than skipped as done "
+        "(harmless: the ordering guard)"
+    )
+    return StreamStart(_new_epoch(), None, note)

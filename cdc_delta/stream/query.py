@@ -1,0 +1,218 @@
+"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> Delta tables.
+
+Exactly-once by construction: Spark's checkpoint records which offsets each batch id covers, and
+the batch function's commits are idempotent per batch id, so a kill at any moment followed by a
+restart re-applies nothing twice and loses nothing. After each batch the processed offsets are also
+committed to the Kafka consumer group ``app_id`` (best effort), so standard lag tools see the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING, Protocol
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import ConfigError, KafkaUnavailable
+from cdc_delta.kafka.offsets import commit_group_offsets
+from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.stream.checkpoint import checkpoint_location, prepare_start
+from cdc_delta.stream.results import BatchResult
+
+if TYPE_CHECKING:
+    from cdc_delta.stream.broker_watch import BrokerWatch
+
+logger = logging.getLogger(__name__)
+
+
+# Spark reads each partition's offset range of a batch with a consumer of its own, and the broker holds
+# a fetch at a partition's end for fetch.max.wait.ms (500 ms by default): half a second per partition per
+# batch, 13 s of a 48-partition batch on 2 cores. The ranges are known to hold data: no need to wait.
+SOURCE_DEFAULTS = {"kafka.fetch.max.wait.ms": "20"}
+
+
+def kafka_source(spark: SparkSession, config: AppConfig, starting_offsets: str | None = None) -> DataFrame:
+    """The Kafka records as Spark's Kafka source delivers them (topic, partition, offset, key, value...);
+    a new checkpoint starts at ``starting_offsets`` (Spark's JSON form), else at kafka.starting_offsets."""
+    kafka = config.kafka
+    if not (kafka.topics or kafka.topic_pattern):
+        raise ConfigError("the stream needs kafka.topics or kafka.topic_pattern in the config")
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("startingOffsets", starting_offsets or kafka.starting_offsets)
+    )
+    if kafka.topics:
+        reader = reader.option("subscribe", ",".join(kafka.topics))
+    else:
+        reader = reader.option("subscribePattern", kafka.topic_pattern)
+    if kafka.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    return reader.options(**{**SOURCE_DEFAULTS, **kafka.options}).load()
+
+
+STOP_MARKER = "cdc-delta graceful stop"
+
+
+class BatchObserver(Protocol):
+    """What is told of each batch (the stream's Prometheus metrics, :mod:`cdc_delta.metrics.stream`)."""
+
+    def batch_done(self, result: BatchResult) -> None: ...
+
+    def batch_failed(self) -> None: ...
+
+
+class StopRequested(RuntimeError):
+    """Raised at the start of a batch once a stop was requested: the batch is not applied, Spark does
+    not commit it, and the next start processes it; the batches before it are complete."""
+
+
+class StreamBatch:
+    """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets,
+    count it in ``metrics``."""
+
+    def __init__(
+        self,
+        config: AppConfig,
+        stop_requested: threading.Event | None = None,
+        metrics: BatchObserver | None = None,
+        epoch: str | None = None,
+    ) -> None:
+        self.config = config
+        self.processor = BatchProcessor(config, epoch)
+        self.stop_requested = stop_requested or threading.Event()
+        self.metrics = metrics
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stop_requested.is_set():
+            raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
+        try:
+            result = self.processor.process(batch, batch_id)
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.batch_failed()
+            raise
+        logger.info("%s", result.summary())
+        if result.offsets:
+            commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
+        if self.metrics is not None:
+            self.metrics.batch_done(result)
+
+
+def start_stream(
+    spark: SparkSession,
+    config: AppConfig,
+    *,
+    available_now: bool = False,
+    stop_requested: threading.Event | None = None,
+    metrics: BatchObserver | None = None,
+) -> StreamingQuery:
+    """Start the streaming query: every ``trigger_interval``, or once over what is there now.
+
+    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
+    is counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
+    start = prepare_start(spark, config)
+    writer = (
+        kafka_source(spark, config, start.starting_offsets)
+        .writeStream.queryName(config.app_id)
+        .option("checkpointLocation", checkpoint_location(config))
+        .foreachBatch(StreamBatch(config, stop_requested, metrics, start.epoch))
+    )
+    writer = (
+        writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
+    )
+    query = writer.start()
+    logger.info(
+        "stream %s started: %s -> %s (checkpoint %s, epoch %s, %s)",
+        config.app_id,
+        config.kafka.topics or config.kafka.topic_pattern,
+        config.storage.root,
+        checkpoint_location(config),
+        start.epoch or "-",
+        "until caught up" if available_now else f"every {config.trigger_interval}",
+    )
+    return query
+
+
+class GracefulStop:
+    """First SIGTERM/SIGINT: stop once the running batch is done. Second: stop now."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.signals = 0
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        self.requested.set()
+        name = signal.Signals(signum).name
+        if self.signals == 1:
+            logger.warning("%s: stopping after the current batch (send it again to stop at once)", name)
+        else:
+            logger.warning("%s again: stopping now; the interrupted batch is replayed on restart", name)
+
+
+def run_until_stopped(
+    query: StreamingQuery, stop: GracefulStop, poll_s: int = 1, watch: BrokerWatch | None = None
+) -> None:
+    """Wait for the query to end by itself (an error, or caught up) or for a stop request.
+
+    After the first signal the running batch finishes and the next one is refused; while no batch
+    is being applied (none runs, or Spark is still asking Kafka for offsets) the query is stopped at
+    once. After a second signal it is stopped at once regardless. ``watch`` asks the brokers as it
+    goes; once it gives up (:class:`~cdc_delta.exceptions.KafkaUnavailable`) the query is stopped and
+    the error raised."""
+    while query.isActive:
+        if stop.requested.is_set() and (stop.signals > 1 or not _applying(query, watch)):
+            _stop(query)
+            logger.info("stream stopped on request")
+            return
+        if watch is not None:
+            try:
+                watch.poll()
+            except KafkaUnavailable:
+                _stop(query)
+                raise
+        try:
+            query.awaitTermination(poll_s)
+        except StreamingQueryException as exc:
+            _raise_unless_requested(exc, stop)
+            return
+    failure = query.exception()
+    if failure is not None:
+        _raise_unless_requested(failure, stop)
+
+
+def _stop(query: StreamingQuery) -> None:
+    """Stop the query; where its thread does not answer within ``spark.sql.streaming.stopTimeout`` (it
+    can be blocked on a broker that is gone), leave it: the process ends, and the batch it was in is
+    run again at the next start."""
+    try:
+        query.stop()
+    except Exception as exc:  # noqa: BLE001 (a JVM TimeoutException reaches Python as a generic error)
+        if "spark.sql.streaming.stopTimeout" not in str(exc):
+            raise
+        logger.warning("the stream's thread did not stop in time (waiting on Kafka?); ending without it")
+
+
+def _applying(query: StreamingQuery, watch: BrokerWatch | None) -> bool:
+    """Whether a batch is being applied now (a stop then waits for it to finish)."""
+    if watch is not None and watch.down_since is not None:
+        return False  # waiting on a broker that is gone: nothing is being applied
+    status = query.status
+    return bool(status.get("isTriggerActive")) and not str(status.get("message", "")).startswith("Getting offsets")
+
+
+def _raise_unless_requested(exc: StreamingQueryException, stop: GracefulStop) -> None:
+    if not (stop.requested.is_set() and STOP_MARKER in str(exc)):
+        raise exc
+    logger.info("stream stopped on request after its last complete batch")

@@ -1,0 +1,219 @@
+"""The JVM decoder against the reference decoder (decode_record), record by record: the same status,
+reason, table, op, source, ordering key and schema descriptor, and the same canonical values. On
+records a real Debezium connector wrote, on edge values of every logical type the JVM decodes, and
+on records it must leave to the reference."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_delta.demo.generator import Column, SourceTable, envelope
+from tests.decode.decoding import COMPACT, SPACED, Record, assert_same, decoded_both_ways, fast_share, plan_for
+
+pytestmark = pytest.mark.spark
+
+CAPTURE = Path(__file__).parents[1] / "events" / "debezium" / "mariadb-3.5.0.jsonl"
+
+
+def without(value: str | None, column: str, separators: tuple[str, str] = COMPACT) -> bytes | None:
+    """A captured record without one column (schema and images)."""
+    if value is None:
+        return None
+    message = json.loads(value)
+    for part in message.get("schema", {}).get("fields", []):
+        if part.get("field") in ("before", "after"):
+            part["fields"] = [f for f in part["fields"] if f["field"] != column]
+    for image in ("before", "after"):
+        if isinstance((message.get("payload") or {}).get(image), dict):
+            message["payload"][image].pop(column, None)
+    return json.dumps(message, separators=separators).encode()
+
+
+@pytest.mark.parametrize("separators", [COMPACT, SPACED], ids=["compact", "spaced"])
+def test_records_of_a_real_connector_decode_as_the_reference_does(spark: Any, separators: tuple[str, str]) -> None:
+    """Compact records are cut at their payload key, others parsed whole: both decode in the JVM."""
+    lines = [json.loads(line) for line in CAPTURE.read_text(encoding="utf-8").splitlines()]
+    # DECIMAL(65,30) leaves its table to the reference decoder: without it, the JVM decodes the rest.
+    records: list[Record] = [
+        (r["topic"], 0, i, None, without(r["value"], "c_decimal65", separators)) for i, r in enumerate(lines)
+    ]
+    plan = plan_for(
+        [
+            {"name": "e2e.wide", "topics": ["cap.e2e.wide"], "key": ["id"]},
+            {"name": "e2e.temp", "topics": ["cap.e2e.temp"], "key": ["id"]},
+        ]
+    )
+    assert_same(decoded_both_ways(spark, records, plan))
+    data = [r for r, line in zip(records, lines, strict=True) if line["topic"] == "cap.e2e.wide"]
+    assert fast_share(spark, data, plan) == 18 / 19  # all but the TRUNCATE
+
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+EDGE = SourceTable(
+    "db",
+    "edge",
+    (
+        Column("id", "int64"),
+        Column("t8", "int8"),
+        Column("t16", "int16"),
+        Column("f", "float"),
+        Column("d", "double"),
+        Column("b", "boolean"),
+        Column("s", "string"),
+        Column("bin", "bytes"),
+        Column(
+            "dec", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "3", "connect.decimal.precision": "38"}
+        ),
+        Column(
+            "dec0", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "0", "connect.decimal.precision": "20"}
+        ),
+        Column("day", "int32", "io.debezium.time.Date"),
+        Column("ms", "int64", "io.debezium.time.Timestamp"),
+        Column("us", "int64", "io.debezium.time.MicroTimestamp"),
+        Column("ns", "int64", "io.debezium.time.NanoTimestamp"),
+        Column("zoned", "string", "io.debezium.time.ZonedTimestamp"),
+        Column("tm", "int64", "io.debezium.time.MicroTime"),
+        Column("tn", "int64", "io.debezium.time.NanoTime"),
+        Column("yr", "int32", "io.debezium.time.Year"),
+        Column("js", "string", "io.debezium.data.Json"),
+        Column("en", "string", "io.debezium.data.Enum"),
+        Column("set", "string", "io.debezium.data.EnumSet"),
+        Column("bits", "bytes", "io.debezium.data.Bits", {"length": "12"}),
+    ),
+)
+
+
+def decimal_bytes(unscaled: int) -> str:
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+
+
+def edge_value(i: int, **overrides: Any) -> bytes:
+    raw = {
+        "id": i,
+        "t8": [-128, 127, 0][i % 3],
+        "t16": [-32768, 32767, 1][i % 3],
+        "f": [3.14, -1.5e-10, 1e30][i % 3],
+        "d": [2.718281828459045, -1.7976931348623157e308, 0.1][i % 3],
+        "b": i % 2 == 0,
+        "s": ["héllo 😀", "", "[not json"][i % 3],
+        "bin": base64.b64encode(bytes([i % 256, 0, 255])).decode(),
+        "dec": decimal_bytes([10**38 - 1, -(10**38) + 1, -5][i % 3]),
+        "dec0": decimal_bytes([2**64 - 1, 0, 255][i % 3]),
+        "day": [-719162, 2932896, 0][i % 3],
+        "ms": [-30610224000000, 1709210096789, 0][i % 3],
+        "us": [253402300799999999, -1, 1][i % 3],
+        "ns": [-1, -1001, 1_700_000_000_123_456_789][i % 3],
+        "zoned": ["2020-06-01T12:00:00.1234Z", "1970-01-01T00:00:01Z", "2020-01-01T00:00:00.123456789-05:30"][i % 3],
+        "tm": [-3020399000000, 3020399000000, -1][i % 3],
+        "tn": [-1, 86_399_999_999_999, -1_000_001][i % 3],
+        "yr": [1901, 2155, 0][i % 3],
+        "js": ['{"a": [1, {"b": null}]}', "[]", "null"][i % 3],
+        "en": ["a", "b", "c"][i % 3],
+        "set": ["x,z", "", "y"][i % 3],
+        "bits": base64.b64encode([b"\x01\x08", b"\xff\x0f", b"\x00"][i % 3]).decode(),
+    }
+    raw.update(overrides)
+    message = envelope(EDGE, "c", None, None, pos=100 + i, ts_ms=1_700_000_000_000 + i)
+    message["payload"]["after"] = raw
+    return json.dumps(message, separators=COMPACT).encode()
+
+
+EDGE_PLAN = [{"name": "db.edge", "topics": ["srv.db.edge"], "key": ["id"]}]
+
+
+def test_edge_values_of_every_logical_type(spark: Any) -> None:
+    records: list[Record] = [("srv.db.edge", i % 2, i, b"k", edge_value(i)) for i in range(12)]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == 1.0
+
+
+def test_schemas_read_once_are_kept_across_batches(spark: Any) -> None:
+    plan = plan_for(EDGE_PLAN)
+    schemas: dict[int, Any] = {}
+    first: list[Record] = [("srv.db.edge", 0, i, b"k", edge_value(i)) for i in range(3)]
+    assert_same(decoded_both_ways(spark, first, plan, schemas))
+    assert len(schemas) == 1 and all(schemas.values())
+    # A later batch: the same schema is not read again, a new one (a column dropped) is read.
+    changed = without(edge_value(4).decode(), "t8")
+    later: list[Record] = [*first, ("srv.db.edge", 0, 3, b"k", changed)]
+    known = dict(schemas)
+    assert_same(decoded_both_ways(spark, later, plan, schemas))
+    assert len(schemas) == 2 and {k: schemas[k] for k in known} == known
+    # What the cache says is what decodes: a schema known as undecodable leaves its records to the reference.
+    refused = dict.fromkeys(schemas)
+    assert_same(decoded_both_ways(spark, later, plan, refused))
+    assert fast_share(spark, later, plan, refused) == 0.0
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"t8": 128},  # out of range for tinyint
+        {"t16": "12"},  # a string where a number belongs
+        {"f": True},
+        {"bin": "not base64!"},
+        {"dec": decimal_bytes(10**38)},  # 39 digits in a decimal(38,3)
+        {"day": 2932897},  # past 9999-12-31
+        {"zoned": "2020-02-30T00:00:00Z"},
+        {"zoned": "yesterday"},
+        {"id": None},  # a null key
+        {"unknown": 1},  # a field the schema does not name
+        {"s": {"nested": True}},  # an object in a string column
+        {"set": ["x"]},
+    ],
+)
+def test_values_the_jvm_does_not_take_go_to_the_reference(spark: Any, overrides: dict[str, Any]) -> None:
+    records: list[Record] = [
+        ("srv.db.edge", 0, 0, b"k", edge_value(0, **overrides)),
+        ("srv.db.edge", 0, 1, b"k", edge_value(1)),
+    ]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == 0.5
+
+
+HEARTBEAT = "io.debezium.connector.common.Heartbeat"
+
+
+def test_records_left_to_the_reference(spark: Any) -> None:
+    schemaless = json.dumps(envelope(EDGE, "c", None, {"id": 1}, with_schema=False)).encode()
+    truncate = json.dumps(envelope(EDGE, "t", None, None)).encode()
+    heartbeat = json.dumps({"schema": {"name": HEARTBEAT}, "payload": {"ts_ms": 5}}).encode()
+    not_utf8 = edge_value(6).replace(b'"s":"', b'"s":"\xff', 1)
+    # A key named payload inside the schema: the record is cut there, its payload unreadable.
+    decoy = json.loads(edge_value(7))
+    decoy["schema"]["fields"][1]["parameters"] = {"x": "1", "payload": "{}"}
+    decoy_value = json.dumps(decoy, separators=COMPACT).encode()
+    # Not UTF-8 in the schema, of a record the JVM could otherwise decode: the JVM checks each schema's
+    # head once and each record's payload, so this schema's records go to the reference.
+    bad_head = edge_value(8).replace(b'"name":"', b'"name":"\xff', 1)
+    assert bad_head != edge_value(8) and bad_head.index(b"\xff") < bad_head.index(b',"payload":')
+    records: list[Record] = [
+        ("srv.db.edge", 0, 0, b"k", b"{not json"),
+        ("srv.db.edge", 0, 1, b"k", None),
+        ("srv.db.edge", 0, 2, b"k", schemaless),
+        ("srv.db.edge", 0, 3, b"k", truncate),
+        ("srv.other.x", 0, 4, b"k", edge_value(4)),  # no table claims it
+        ("srv.db.edge", 0, 5, b"k", heartbeat),
+        ("srv.db.edge", 0, 6, b"k", not_utf8),
+        ("srv.db.edge", 0, 7, b"k", decoy_value),
+        ("srv.db.edge", 0, 8, b"k", bad_head),
+        ("srv.db.edge", 0, 9, b"k", edge_value(9)),
+    ]
+    assert_same(decoded_both_ways(spark, records, plan_for(EDGE_PLAN)))
+
+
+def test_a_date_the_reference_reads_as_utc_midnight(spark: Any) -> None:
+    values = [dt.date(1000, 1, 1), dt.date(2024, 2, 29)]
+    records: list[Record] = [
+        ("srv.db.edge", 0, i, b"k", edge_value(i, day=(d - dt.date(1970, 1, 1)).days)) for i, d in enumerate(values)
+    ]
+    assert_same(decoded_both_ways(spark, records, plan_for(EDGE_PLAN)))

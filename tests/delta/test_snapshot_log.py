@@ -1,0 +1,74 @@
+"""The snapshot log of a run with several tables, one of which fails: written once, after every table
+is done, with the tables that were published; the failed one is not in it and keeps no partition."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from cdc_delta import columns as C
+from cdc_delta.config import parse_config
+from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
+from cdc_delta.delta.snapshot_log import log_path, published_all
+from cdc_delta.delta.tables import create_table, table_schema
+from cdc_delta.exceptions import SnapshotError
+from cdc_delta.snapshot import hive_publish as hive
+from cdc_delta.snapshot.run import run_snapshot
+
+DAY = dt.date(2026, 3, 1)
+BUSINESS = (("id", "bigint"), ("name", "string"))
+PAST_CUTOFF_MS = int(dt.datetime(2026, 3, 2, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def test_one_log_commit_for_the_published_tables_when_one_fails(spark, tmp_path: Path) -> None:
+    names = ["log.a", "log.b", "log.dup", "log.c"]
+    config = parse_config(
+        {
+            "app_id": "snaplog",
+            "storage": {"root": str(tmp_path)},
+            "snapshot": {"database": "snaplog", "idle_grace_minutes": 0, "concurrency": 2},
+            "tables": [{"name": n, "topics": [f"snaplog.{n}"], "key": ["id"]} for n in names],
+        }
+    )
+    schema = table_schema(BUSINESS)
+    values = {
+        "id": F.col("id") % 5,  # log.dup: every key five times over
+        "name": F.concat(F.lit("n-"), F.col("id").cast("string")),
+        C.DELETED: F.lit(False),
+        C.SOURCE_TS: F.timestamp_millis(F.lit(PAST_CUTOFF_MS - 86_400_000)),
+    }
+    for name in names:
+        path = config.storage.table_path(config.table(name))
+        create_table(spark, path, BUSINESS)
+        key = values["id"] if name == "log.dup" else F.col("id")
+        rows = spark.range(25).select(
+            *[{**values, "id": key}.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
+        )
+        topic = f"snaplog.{name}"
+        record = StreamCommit(
+            "snaplog",
+            0,
+            table=name,
+            offsets={topic: {"0": 25}},
+            partition_max_source_ts_ms={topic: {"0": PAST_CUTOFF_MS}},
+        )
+        with delta_transaction(spark, Commit(f"snaplog:{name}", record)):
+            rows.write.format("delta").mode("append").save(path)
+    before = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").count() if Path(log_path(config)).exists() else 0
+
+    with pytest.raises(SnapshotError, match="log.dup holds 5 duplicate key"):
+        run_snapshot(spark, config, DAY, lambda: None)
+
+    logged = published_all(spark, config)
+    assert sorted(logged) == ["log.a", "log.b", "log.c"]
+    assert all([r["dt"] for r in logged[n]] == [DAY.isoformat()] and logged[n][0]["rows"] == 25 for n in logged)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").where("operation = 'WRITE'")
+    assert history.count() - before == 1  # one commit for the three tables
+    for name in ("log.a", "log.b", "log.c"):
+        table = hive.hive_table(config, config.table(name))
+        assert spark.table(table).where(F.col(hive.PARTITION_COLUMN) == DAY.isoformat()).count() == 25
+    dup = hive.hive_table(config, config.table("log.dup"))
+    assert not spark.catalog.tableExists(dup) or spark.table(dup).count() == 0

@@ -1,0 +1,213 @@
+"""Batch-level behaviour: idempotent replays, empty batches, schema changes, dead letters, truncates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from delta.tables import DeltaTable
+
+from cdc_delta.config import parse_config
+from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.exceptions import ConfigError
+from cdc_delta.merger.dedupe import latest_per_key
+from cdc_delta.stream.batch import BatchProcessor
+from tests.delta_rows import batch_ids_per_commit, read_canonical
+
+pytestmark = pytest.mark.spark
+
+ITEMS = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int32")))
+OTHER = SourceTable("inventory", "other", (Column("id", "int64"), Column("note", "string")))
+
+
+def make_config(root: Path, **extra: object):
+    return parse_config(
+        {
+            "app_id": "t",
+            "storage": {"root": str(root)},
+            "tables": [
+                {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
+                {"name": "inventory.other", "topics": ["srv.inventory.other"], "key": ["id"]},
+            ],
+            **extra,
+        }
+    )
+
+
+def rec(table: SourceTable, offset: int, op: str, values: dict | None, pos: int, **kw: object) -> tuple:
+    before, after = (values, None) if op == "d" else (None, values)
+    value = envelope(table, op, before, after, pos=pos, server="srv", **kw)
+    return (f"srv.{table.db}.{table.table}", 0, offset, b"k", json.dumps(value).encode())
+
+
+def table_rows(spark, config, name: str) -> list[dict]:
+    return read_canonical(spark, config.storage.table_path(config.table(name)))[1]
+
+
+def test_latest_per_key_keeps_the_greatest_seq(spark) -> None:
+    df = spark.createDataFrame(
+        [(1, "a", (1, 5)), (1, "b", (1, 7)), (2, "c", (0, 9)), (2, "d", (1, 0)), (1, "e", (1, 6))],
+        "id int, v string, _cdc_seq struct<phase:int,pos:int>",
+    )
+    assert sorted((r.id, r.v) for r in latest_per_key(df, ["id"]).collect()) == [(1, "b"), (2, "d")]
+    with pytest.raises(ValueError, match="at least one key column"):
+        latest_per_key(df, [])
+
+
+def test_replaying_a_batch_id_commits_nothing(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    batch = [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "u", {"id": 1, "qty": 2}, 200)]
+    first = processor.process(kafka_frame(spark, batch), 0)
+    path = config.storage.table_path(config.table("inventory.items"))
+    version = DeltaTable.forPath(spark, path).history(1).first()["version"]
+    again = processor.process(kafka_frame(spark, batch), 0)
+    assert first.tables[0].merge.replayed is False and again.tables[0].merge.replayed is True
+    assert DeltaTable.forPath(spark, path).history(1).first()["version"] == version
+    assert batch_ids_per_commit(spark, path) == [0]
+    assert [r["qty"] for r in table_rows(spark, config, "inventory.items")] == [2]
+    meta = json.loads(DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").first()["userMetadata"])
+    assert meta["offsets"] == {"srv.inventory.items": {"0": 1}} and meta["batch_id"] == 0
+
+
+def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 5, "u", {"id": 1, "qty": 9}, 900)]), 0)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 4, "c", {"id": 1, "qty": 1}, 100)]), 1)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 3, "r", {"id": 1, "qty": 0}, 4)]), 2)
+    assert [(r["qty"], r["_cdc_op"]) for r in table_rows(spark, config, "inventory.items")] == [(9, "u")]
+
+
+def test_delete_then_reinsert_revives_and_unknown_delete_is_a_tombstone(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    processor.process(
+        kafka_frame(
+            spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "d", {"id": 7, "qty": 70}, 150)]
+        ),
+        0,
+    )
+    processor.process(kafka_frame(spark, [rec(ITEMS, 2, "d", {"id": 1, "qty": 1}, 200)]), 1)
+    rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
+    assert rows[1]["_cdc_deleted"] and rows[1]["qty"] == 1  # soft delete keeps the row
+    assert rows[7]["_cdc_deleted"] and rows[7]["qty"] == 70  # tombstone for a key only the stock export has
+    processor.process(kafka_frame(spark, [rec(ITEMS, 3, "c", {"id": 1, "qty": 5}, 300)]), 2)
+    rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
+    assert not rows[1]["_cdc_deleted"] and rows[1]["qty"] == 5 and rows[1]["_cdc_op"] == "c"
+
+
+def test_empty_batch_commits_nothing(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    result = BatchProcessor(config).process(kafka_frame(spark, []), 0)
+    assert result.rows_in == 0 and "empty, nothing committed" in result.summary()
+    assert not any(tmp_path.iterdir())
+
+
+def test_new_column_appears_and_dropped_column_gets_nulls(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    wide = SourceTable("inventory", "items", (*ITEMS.columns, Column("color", "string")))
+    processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
+    processor.process(kafka_frame(spark, [rec(wide, 1, "c", {"id": 2, "qty": 2, "color": "red"}, 200)]), 1)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 2, "u", {"id": 2, "qty": 3}, 300)]), 2)
+    columns, rows = read_canonical(spark, config.storage.table_path(config.table("inventory.items")))
+    assert columns == ["id", "qty", "color"]
+    assert [(r["id"], r["qty"], r["color"]) for r in rows] == [(1, 1, None), (2, 3, None)]
+
+
+def test_incompatible_type_change_stops_only_that_table(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
+    changed = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "string")))
+    batch = [rec(changed, 1, "u", {"id": 1, "qty": "lots"}, 200), rec(OTHER, 0, "c", {"id": 5, "note": "hi"}, 210)]
+    result = processor.process(kafka_frame(spark, batch), 1)
+    assert result.dead_lettered == 1 and result.applied == 1
+    assert [r["note"] for r in table_rows(spark, config, "inventory.other")] == ["hi"]
+    assert [r["qty"] for r in table_rows(spark, config, "inventory.items")] == [1]
+    dead = spark.read.format("delta").load(config.storage.dead_letters).collect()
+    assert len(dead) == 1 and dead[0]["table"] == "inventory.items" and dead[0]["offset"] == 1
+    assert "table inventory.items: column 'qty' changed type from int to string" in dead[0]["reason"]
+    # Raw bytes kept, byte for byte (the JVM decoder drops values; parking reads them again).
+    assert (bytes(dead[0]["key"]), bytes(dead[0]["value"])) == batch[0][3:]
+    # Later events of the stopped table are parked too, even compatible ones; others keep flowing.
+    parked = rec(ITEMS, 2, "u", {"id": 1, "qty": 2}, 300)
+    later = processor.process(kafka_frame(spark, [parked]), 2)
+    assert later.dead_lettered == 1 and "is stopped" in later.tables[0].error
+    dead = spark.read.format("delta").load(config.storage.dead_letters).where("batch_id = 2").collect()
+    assert [(r["offset"], bytes(r["key"]), bytes(r["value"])) for r in dead] == [(2, *parked[3:])]
+
+
+def test_widening_follows_int_to_bigint(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
+    wider = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int64")))
+    processor.process(kafka_frame(spark, [rec(wider, 1, "c", {"id": 2, "qty": 2**40}, 200)]), 1)
+    path = config.storage.table_path(config.table("inventory.items"))
+    assert dict(spark.read.format("delta").load(path).dtypes)["qty"] == "bigint"
+    assert sorted(r["qty"] for r in table_rows(spark, config, "inventory.items")) == [1, 2**40]
+
+
+def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    processor = BatchProcessor(config)
+    processor.process(
+        kafka_frame(
+            spark,
+            [
+                rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100),
+                rec(ITEMS, 1, "c", {"id": 2, "qty": 2}, 110),
+                rec(OTHER, 0, "c", {"id": 1, "note": "keep"}, 120),
+            ],
+        ),
+        0,
+    )
+    result = processor.process(
+        kafka_frame(spark, [rec(ITEMS, 2, "t", None, 200), rec(ITEMS, 3, "c", {"id": 2, "qty": 20}, 300)]), 1
+    )
+    assert result.tables[0].truncated == 1
+    rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
+    assert rows[1]["_cdc_deleted"] and rows[1]["_cdc_op"] == "t"
+    assert not rows[2]["_cdc_deleted"] and rows[2]["qty"] == 20
+    assert not table_rows(spark, config, "inventory.other")[0]["_cdc_deleted"]
+
+
+def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> None:
+    from cdc_delta.stream.replay import replay_dead_letters
+
+    def config_with(qty_type: str):
+        return parse_config(
+            {
+                "app_id": "t",
+                "storage": {"root": str(tmp_path)},
+                "tables": [
+                    {
+                        "name": "inventory.items",
+                        "topics": ["srv.inventory.items"],
+                        "key": ["id"],
+                        "columns": {"id": "bigint", "qty": qty_type},
+                    }
+                ],
+            }
+        )
+
+    value = json.dumps({"op": "c", "after": {"id": 1, "qty": 7.5}, "source": {"file": "b.000001", "pos": 9}})
+    records = [
+        ("srv.inventory.items", 0, 0, b"k", value.encode()),
+        rec(ITEMS, 1, "c", {"id": 2, "qty": 3}, 20, with_schema=False),
+    ]
+    first = BatchProcessor(config_with("int")).process(kafka_frame(spark, records), 0)
+    assert (first.applied, first.dead_lettered) == (1, 1)
+    fixed = config_with("double")
+    with pytest.raises(ConfigError, match="no table named 'nope'"):
+        replay_dead_letters(spark, fixed, "nope", None)
+    again = replay_dead_letters(spark, fixed, "inventory.items", None)
+    assert (again.rows_in, again.applied, again.dead_lettered) == (1, 1, 0)
+    rows = {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")}
+    assert rows == {1: 7.5, 2: 3.0}  # the int column was widened to double to take the fix
+    replay_dead_letters(spark, fixed, None, None)  # replaying twice changes nothing
+    assert {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")} == rows
