@@ -71,6 +71,7 @@ def write_config(root: Path) -> AppConfig:
             {
                 "app_id": "bench",
                 "storage": {"root": str(root / "lake")},
+                "merge": {"max_delay_seconds": 0},
                 "spark": {
                     "master": "local[2]",
                     "shuffle_partitions": 4,

@@ -56,6 +56,7 @@ def bench_config(root: str) -> AppConfig:
         {
             "app_id": "bench",
             "storage": {"root": root},
+            "merge": {"max_delay_seconds": 0},
             "tables": [
                 {"name": "shop.orders", "topics": [TOPIC], "key": ["id"], "columns": {"id": "bigint", **COLUMNS}}
             ],
@@ -168,7 +169,7 @@ def run_case(spark: SparkSession, root: str, target_rows: int, batch_rows: int, 
         started = time.perf_counter()
         result = processor.process(batch, batch_id)
         merge_s = time.perf_counter() - started
-        m = result.tables[0].merge
+        m = result.merge.tables[0].merge if result.merge and result.merge.tables else None
         metrics = DeltaTable.forPath(spark, target).history(1).first()["operationMetrics"]
         out.append(
             {

@@ -20,6 +20,7 @@ import datetime as dt
 import json
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,13 +30,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from results_file import write_results
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' helpers
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
-from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
 from cdc_delta.delta.tables import create_table, table_schema
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.spark_session import build_session
 from cdc_delta.views.catalog import metastore_conf
+from tests.delta_rows import write_as_merged  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"
 COLUMNS = {"id": "bigint", **ORDER_COLUMNS}  # the merge benchmark's orders
@@ -97,18 +99,8 @@ def write_changes(spark: SparkSession, config: AppConfig, n: int) -> int:
     ]
     names = [f.name for f in schema.fields if f.name.startswith(C.PREFIX) and f.name != C.DELETED]
     out = rows.select(*COLUMNS, C.DELETED, *[m.alias(nm) for m, nm in zip(meta, names, strict=True)])
-    commit = Commit(
-        "bench:shop.orders",
-        StreamCommit(
-            "bench",
-            0,
-            table="shop.orders",
-            offsets={"bench.shop.orders": {"0": changes}},
-            partition_max_source_ts_ms={"bench.shop.orders": {"0": PAST_BOTH_CUTOFFS_MS}},
-        ),
-    )
-    with delta_transaction(spark, commit):
-        out.select(*[f.name for f in schema.fields]).write.format("delta").mode("append").save(path)
+    frame = out.select(*[f.name for f in schema.fields])
+    write_as_merged(spark, config, {"shop.orders": frame}, {"bench.shop.orders": {"0": PAST_BOTH_CUTOFFS_MS}})
     return changes
 
 

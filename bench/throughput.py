@@ -45,6 +45,7 @@ from results_file import write_results
 
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "bench" / "results" / "throughput.json"
+sys.path.insert(0, str(ROOT))  # the tests' helpers
 BATCH_LINE = re.compile(r"batch \d+: (\d+) in, .* in ([\d.]+)s")
 PARTS = ("decode", "batch", "merge", "sustained", "latency", "snapshot")
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
@@ -365,8 +366,8 @@ def part_merge(spark: Any, folder: Path, rows: int, merges: int = 10, batch: int
         source = frame(lo, lo + batch, i + 1).persist()
         source.count()
         cpu0, t0 = process_cpu_s(pid), time.monotonic()
-        commit = Commit("bench:merge", StreamCommit("bench", i + 1, table="t"))
-        merge_rows(spark, path, source, ["id"], dict(business), commit, "t", check_replay=False)
+        commit = Commit("bench:merge", i + 1, StreamCommit("bench", land_seq=i + 1, table="t"))
+        merge_rows(spark, path, source, ["id"], dict(business), commit, "t")
         spark_s.append(time.monotonic() - t0)
         spark_cpu.append(process_cpu_s(pid) - cpu0)
         source.unpersist()
@@ -434,9 +435,9 @@ def snapshot_seconds(spark: Any, root: Path, tables: int, rows: int) -> float:
 
     from cdc_delta import columns as C
     from cdc_delta.config import parse_config
-    from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
     from cdc_delta.delta.tables import create_table, table_schema
     from cdc_delta.snapshot.run import run_snapshot
+    from tests.delta_rows import write_as_merged
 
     business = (("id", "bigint"), ("customer", "string"), ("amount", "decimal(10,2)"))
     past_cutoff_ms = int(dt.datetime(2026, 3, 2, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
@@ -461,18 +462,9 @@ def snapshot_seconds(spark: Any, root: Path, tables: int, rows: int) -> float:
         *[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
     )
     for name in names:
-        path = config.storage.table_path(config.table(name))
-        create_table(spark, path, business)
-        topic = f"bench.{name}"
-        record = StreamCommit(
-            "bench",
-            0,
-            table=name,
-            offsets={topic: {"0": rows}},
-            partition_max_source_ts_ms={topic: {"0": past_cutoff_ms}},
-        )
-        with delta_transaction(spark, Commit(f"bench:{name}", record)):
-            out.write.format("delta").mode("append").save(path)
+        create_table(spark, config.storage.table_path(config.table(name)), business)
+    positions = {f"bench.{n}": {"0": past_cutoff_ms} for n in names}
+    write_as_merged(spark, config, {n: out for n in names}, positions)
     return timed(lambda: run_snapshot(spark, config, dt.date(2026, 3, 1), lambda: None))
 
 

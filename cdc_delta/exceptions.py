@@ -52,7 +52,7 @@ class KafkaUnavailable(CdcDeltaError):
 
 
 class TableUnavailable(CdcDeltaError):
-    """A replicated table was deleted or replaced under the stream; that table stops, its events parked."""
+    """A replicated table was deleted or replaced under the stream; that table stops, its changes pending."""
 
 
 class CheckpointMismatch(CdcDeltaError):

@@ -81,3 +81,12 @@ def write_text(spark: SparkSession, location: str, text: str) -> None:
         fs.delete(path, False)
     if not fs.rename(staging, path):
         raise OSError(f"cannot rename {staging} to {location}")
+
+
+def rename(spark: SparkSession, source: str, target: str) -> None:
+    """Move the folder or file ``source`` to ``target`` (which must not exist): a rename on a file system,
+    a copy on an object store."""
+    fs, path = _fs(spark, source)
+    _, to = _fs(spark, target)
+    if not fs.rename(path, to):
+        raise OSError(f"cannot move {source} to {target}")

@@ -44,14 +44,15 @@ def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict
     return [f.name for f in business], sorted(rows, key=repr)
 
 
-def batch_ids_per_commit(spark: SparkSession, path: str) -> list[int]:
-    """The batch id recorded by every MERGE commit of the table, oldest first."""
+def landings_per_commit(spark: SparkSession, path: str) -> list[int]:
+    """The landing each MERGE commit of the table merged through, oldest first (every landing is merged
+    once: the list strictly grows)."""
     import json
 
     from delta.tables import DeltaTable
 
     history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
-    return [json.loads(r["userMetadata"])["batch_id"] for r in history.select("userMetadata").collect()]
+    return [json.loads(r["userMetadata"])["land_seq"] for r in history.select("userMetadata").collect()]
 
 
 def arrow_rows(location: str) -> list[dict[str, Any]]:
@@ -113,3 +114,38 @@ def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[
             table = table.set_column(i, field.name, micros)
     by_delta_rs = sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
     return by_spark, by_delta_rs
+
+
+def write_as_merged(
+    spark: SparkSession, config: Any, frames: dict[str, DataFrame], positions: dict[str, dict[str, int]]
+) -> None:
+    """Append ``frames`` (table name -> rows in the table's stored form) as if the stream had landed one
+    batch (landing 1, with ``positions``: per topic, per partition, a source time in ms, read at offset
+    = that table's row count) and every table had merged it: what readiness, the snapshot and the
+    purge read, without going through Kafka."""
+    from cdc_delta.changelog.table import changelog_path, changelog_schema, ensure_tables
+    from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction, merge_txn_app_id, txn_app_id
+
+    for name, rows in frames.items():
+        record = StreamCommit(config.app_id, land_seq=1, table=name, operation="merge")
+        with delta_transaction(spark, Commit(merge_txn_app_id(config.app_id, name), 1, record)):
+            rows.write.format("delta").mode("append").save(config.storage.table_path(config.table(name)))
+    ensure_tables(spark, config)  # the changelog's version 0
+    landing = StreamCommit(
+        config.app_id,
+        batch_id=0,
+        land_seq=1,
+        operation="land",
+        offsets={t: {p: 1 for p in parts} for t, parts in positions.items()},
+        partition_max_source_ts_ms=positions,
+    )
+    # An empty append commits only with a transaction id (as every landing has).
+    (
+        spark.createDataFrame([], changelog_schema())
+        .write.format("delta")
+        .mode("append")
+        .option("txnAppId", txn_app_id(config.app_id, None, "changelog"))
+        .option("txnVersion", "0")
+        .option("userMetadata", landing.to_json())
+        .save(changelog_path(config))
+    )

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.status import open_delta_rs
@@ -112,6 +113,21 @@ def check_table(config: AppConfig, conn: Any, table: TableConfig) -> TableCheck:
     return dataclasses.replace(result, duration_s=round(time.monotonic() - t0, 1))
 
 
+def _wait_merged(config: AppConfig, table: TableConfig, wait_s: float) -> int:
+    """Wait until the table has merged every change the changelog holds now. Returns the changes still
+    pending (0: done)."""
+    newest, _ = landed_offsets(config)
+    if newest is None:
+        return 0
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while True:
+        merged = merged_landing(config, table.name)
+        pending = pending_changes(config, {table.name: merged}, newest).get(table.name, {}).get("pending", 0)
+        if not pending or time.monotonic() >= deadline:
+            return int(pending)
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+
+
 def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attempt: int) -> TableCheck:
     import pymysql
 
@@ -125,7 +141,9 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
         )
     time.sleep(max(0.0, settings.settle_seconds - (time.monotonic() - probed)))
     ends = kafka_side.end_offsets(config, table)
+    waited = time.monotonic()
     short = kafka_side.wait_applied(config, table, ends, settings.wait_seconds)
+    unmerged = 0 if short else _wait_merged(config, table, settings.wait_seconds - (time.monotonic() - waited))
     base = TableCheck(
         table.name,
         source,
@@ -140,8 +158,15 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
         return dataclasses.replace(
             base,
             status=BEHIND,
-            reason=f"the stream has not applied {short} record(s) of the table's topics within "
+            reason=f"the stream has not landed {short} record(s) of the table's topics within "
             f"{settings.wait_seconds:g}s (source.check.wait_seconds): is it running?",
+        )
+    if unmerged:
+        return dataclasses.replace(
+            base,
+            status=BEHIND,
+            reason=f"{unmerged} change(s) of the table landed but not merged within {settings.wait_seconds:g}s "
+            "(source.check.wait_seconds): is the merger running (merge.in_stream, cdc-delta merge)?",
         )
     path = config.storage.table_path(table)
     table_rs = open_delta_rs(path)

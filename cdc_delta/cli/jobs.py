@@ -43,6 +43,15 @@ def cmd_maintain(args: argparse.Namespace) -> int:
                 f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, "
                 f"checkpoint at version {t.checkpoint_version}, {t.duration_s}s"
             )
+    c = report.changelog
+    if c is not None and c.skipped:
+        print(f"changelog: skipped ({c.skipped})")
+    elif c is not None:
+        print(
+            f"changelog: files {c.files_before} -> {c.files_after}, bytes {c.bytes_before} -> {c.bytes_after}, "
+            f"{c.rows_deleted} merged changes deleted (landed before {c.retention_cutoff}), "
+            f"{c.files_vacuumed} files vacuumed, {c.duration_s}s"
+        )
     print(f"maintenance done in {report.duration_s}s")
     return 0
 
@@ -88,7 +97,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             f"{t.hive_table} dt={report.date}: {t.rows} rows from {t.base} ({t.base_rows}) + Delta v{t.delta_version} "
             f"({t.changed_keys} changed keys, {t.deletes_applied} deletes applied){source}"
         )
-    print(f"snapshot {report.date} published at stream batch {report.batch_id} in {report.duration_s}s")
+    print(f"snapshot {report.date} published as of landing {report.land_seq} in {report.duration_s}s")
     return 0
 
 

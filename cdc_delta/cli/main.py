@@ -19,6 +19,8 @@ EPILOG = """\
 examples:
   cdc-delta demo                               apply generated Debezium events to local Delta tables
   cdc-delta check-config --config cdc.yaml     validate a config file and print what it resolves to
+  cdc-delta stream --config cdc.yaml          land every batch in the changelog, merge tables on schedule
+  cdc-delta status --config cdc.yaml          lag, pending changes and merge lag per table, stopped tables
   cdc-delta snapshot --config cdc.yaml        publish yesterday's Hive partition (nightly)
   cdc-delta check --config cdc.yaml           compare the source database with Delta, per table
   cdc-delta sql --config cdc.yaml "SELECT count(*) FROM inventory.orders WHERE NOT _cdc_deleted"

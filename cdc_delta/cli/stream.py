@@ -43,13 +43,14 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if stop.requested.is_set():
         print("cdc-delta: stopped on request before the stream started")
         return 0
-    query = start_stream(
+    stream = start_stream(
         spark, config, available_now=args.until_caught_up, stop_requested=stop.requested, metrics=metrics
     )
     if server is not None:
-        server.start(query)
+        server.start(stream.query)
     try:
-        run_until_stopped(query, stop, watch=watch)
+        run_until_stopped(stream, stop, watch=watch)
+        stream.finish(merge_pending=args.until_caught_up and not stop.requested.is_set())
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
         print(
@@ -74,34 +75,48 @@ def root_cause(text: str) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     import time
 
-    from cdc_delta.delta.status import dead_letter_count, delta_positions, table_status
+    from cdc_delta.changelog.status import landed_offsets, with_pending
+    from cdc_delta.delta.status import dead_letter_count, table_status
     from cdc_delta.kafka.offsets import partition_lag
 
     config = load_config(args.config)
     kafka = config.kafka
     lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
-    tables = table_status(config)  # delta-rs reads the Delta log: no Spark session to start
-    in_delta = delta_positions(tables)
-    print(f"{'topic':<40} {'part':>4} {'end':>10} {'in Delta':>10} {'group':>10} {'lag':>8}")
+    newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
+    tables = with_pending(config, table_status(config))
+    print(f"{'topic':<40} {'part':>4} {'end':>10} {'landed':>10} {'group':>10} {'lag':>8}")
     for lag in lags:
-        delta = in_delta.get((lag.topic, lag.partition))
+        at = landed.get((lag.topic, lag.partition))
         print(
-            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {dash(delta):>10} {dash(lag.committed):>10} "
+            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {dash(at):>10} {dash(lag.committed):>10} "
             f"{dash(lag.lag):>8}"
         )
     total = sum(lag.lag or 0 for lag in lags)
     print(
-        f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id}; "
-        "'in Delta' is the next offset after the last one a table commit recorded)\n"
+        f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id}; 'landed' is the "
+        f"next offset after the last one the changelog's recent landings hold); newest landing: {dash(newest)}\n"
     )
     now = time.time()
-    print(f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'rows':>10} {'deleted':>8}")
+    print(
+        f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'merged':>7} {'pending':>8} "
+        f"{'merge lag':>9} {'rows':>10} {'deleted':>8}"
+    )
     for st in tables:
         fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
         when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
+        behind = None if st.oldest_pending_s is None else f"{st.oldest_pending_s:.0f}s"
         print(
-            f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} "
-            f"{dash(st.rows):>10} {dash(st.deleted):>8}"
+            f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} {dash(st.merged_seq):>7} "
+            f"{st.pending:>8} {dash(behind):>9} {dash(st.rows):>10} {dash(st.deleted):>8}"
+        )
+    pending = [st for st in tables if st.pending]
+    if pending:
+        waiting = sum(st.pending for st in pending)
+        oldest = max(st.oldest_pending_s or 0.0 for st in pending)
+        print(
+            f"merges: {waiting} changes pending in {len(pending)} tables, the oldest landed {oldest:.0f}s ago "
+            f"(merge.max_delay_seconds {config.merge.max_delay_seconds:g}; the live views in `cdc-delta sql` "
+            "include them)"
         )
     for st in tables:
         if st.stopped_reason is not None:
@@ -121,11 +136,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     since = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc) if args.since else None
     result = replay_dead_letters(spark_for(config), config, args.table, since)
+    failed = [t for t in (result.merge.tables if result.merge is not None else ()) if t.error]
     print(
-        f"replay: {result.rows_in} dead letters, {result.applied} applied, "
+        f"replay: {result.rows_in} dead letters, {result.landed - sum(t.events for t in failed)} applied, "
         f"{result.dead_lettered} dead-lettered again, {result.skipped} skipped"
     )
-    return 0 if result.dead_lettered == 0 else 1
+    for t in failed:
+        print(f"not applied: {t.table}: {t.error}")
+    return 0 if result.dead_lettered == 0 and not failed else 1
 
 
 def cmd_resume_table(args: argparse.Namespace) -> int:
@@ -139,9 +157,50 @@ def cmd_resume_table(args: argparse.Namespace) -> int:
         print(f"table {args.table} is not stopped: nothing to do")
         return 0
     print(
-        f"next: restart the stream (it reads a table's state once), then `cdc-delta replay-dead-letters --config "
-        f"{args.config} --table {args.table}` to apply the events parked while it was stopped"
+        "next: restart the stream (it reads a table's state once; or `cdc-delta merge` where the merger runs apart): "
+        "it merges the changes that stayed pending in the changelog while the table was stopped"
     )
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from cdc_delta.merger.rebuild import rebuild_table
+
+    config = load_config(args.config)
+    print(rebuild_table(spark_for(config), config, args.table).summary())
+    print("next: restart the stream if it is running (it keeps what it read of the table it replaced)")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    import time
+
+    from cdc_delta.merger.run import Merger
+    from cdc_delta.stream.query import GracefulStop
+
+    config = load_config(args.config)
+    stop = GracefulStop()
+    stop.install()
+    merger = Merger(spark_for(config), config)
+    try:
+        if args.until_caught_up:
+            merger.merge_all()
+        else:
+            logger.info(
+                "merger %s started: every table due by merge.min_events / merge.max_delay_seconds", config.app_id
+            )
+            while not stop.requested.is_set():
+                merger.poll()
+                result = merger.round()
+                if result is not None:
+                    logger.info("%s", result.summary())
+                    continue
+                wait = merger.schedule.next_due_in(time.time(), merger.stopped_tables())
+                stop.requested.wait(timeout=5.0 if wait is None else min(5.0, max(0.5, wait)))
+    finally:
+        merger.close()
+    for name, why in sorted(merger.applier.stopped_tables().items()):
+        print(f"stopped: {name}: {why}")
     return 0
 
 
@@ -150,6 +209,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for table in config.tables:
         print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}")
     print(f"dead letters -> {config.storage.dead_letters}")
+    m = config.merge
+    print(f"changelog -> {config.changelog.located(config.storage.root)} (kept {config.changelog.retention_hours:g} h)")
+    where = "in the stream's process" if m.in_stream else "by `cdc-delta merge` (merge.in_stream: false)"
+    when = (
+        "after every batch"
+        if m.max_delay_seconds == 0
+        else f"at {m.min_events} pending changes or after {m.max_delay_seconds:g} s"
+    )
+    print(f"merges: each table {when}, {m.concurrency} at a time, {where}")
     print(f"config {args.config} is valid")
     return 0
 
@@ -203,17 +271,48 @@ def add_commands(sub: Any) -> None:
 
     resume = sub.add_parser(
         "resume-table",
-        help="resume a stopped table once its cause is fixed (then restart the stream and replay its dead letters)",
+        help="resume a stopped table once its cause is fixed (then restart the stream: it merges what is pending)",
         description=(
             "Clear a table's stopped flag (cdc_delta.stopped), and where the table was deleted or replaced under "
-            "the stream, accept what is at its path now: the replacement, or none (the next batch then creates "
-            "the table anew, holding only later changes: read the table from the source again, with Debezium's "
-            "execute-snapshot signal). Then restart the stream and run replay-dead-letters for the table."
+            "the stream, accept what is at its path now: the replacement, or none (the merger then creates the "
+            "table anew from the changes the changelog still holds, changelog.retention_hours: read the table "
+            "from the source again, with Debezium's execute-snapshot signal). Then restart the stream (or "
+            "cdc-delta merge): the table's changes that stayed pending in the changelog are merged."
         ),
     )
     add_config_argument(resume)
     resume.add_argument("--table", required=True, help="the logical table (db.table)")
     resume.set_defaults(func=cmd_resume_table)
+
+    rebuild = sub.add_parser(
+        "rebuild",
+        help="rebuild a table from the changelog, without Kafka (while the changelog holds all its changes)",
+        description=(
+            "Merge every change the changelog holds for the table into a new Delta table, which takes the "
+            "table's place; the table it replaces is moved beside it (<path>.replaced-<time>). Refused, in one "
+            "line, once the changelog's retention (changelog.retention_hours) may have deleted changes of the "
+            "table: read it from the source again then. Best run with the stream stopped; a running stream "
+            "stops the table as replaced under it (cdc-delta resume-table --table T accepts the rebuilt one). "
+            "Exit codes: 0 rebuilt, 2 refused (nothing changed)."
+        ),
+    )
+    add_config_argument(rebuild)
+    rebuild.add_argument("--table", required=True, help="the logical table (db.table)")
+    rebuild.set_defaults(func=cmd_rebuild)
+
+    merge = sub.add_parser(
+        "merge",
+        help="run the merger alone: MERGE each table's pending changelog changes on its schedule",
+        description=(
+            "The merger, apart from the stream (merge.in_stream: false; a second job on a cluster): it learns of "
+            "landings from the changelog and merges each table once merge.min_events changes are pending or "
+            "the oldest is merge.max_delay_seconds old, most overdue first. SIGTERM/SIGINT stop it after the "
+            "running round. Never run it beside a stream that merges too (merge.in_stream: true)."
+        ),
+    )
+    add_config_argument(merge)
+    merge.add_argument("--until-caught-up", action="store_true", help="merge every change pending now, then exit")
+    merge.set_defaults(func=cmd_merge)
 
     sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
     add_config_argument(sql)

@@ -15,6 +15,7 @@ from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, 
 from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
 from cdc_delta.config.metrics import MetricsConfig
+from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import CheckConfig, SourceConfig
 from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
@@ -23,12 +24,14 @@ __all__ = [
     "DELTA_MIN_RETENTION_HOURS",
     "ENV_PREFIX",
     "AppConfig",
+    "ChangelogConfig",
     "CheckConfig",
     "ConnectConfig",
     "SchemaRegistryConfig",
     "KafkaConfig",
     "LiveTablesConfig",
     "MaintenanceConfig",
+    "MergeConfig",
     "MetricsConfig",
     "SnapshotConfig",
     "SourceConfig",

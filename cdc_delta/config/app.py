@@ -12,6 +12,7 @@ from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
+from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
@@ -129,13 +130,15 @@ class AppConfig(Frozen):
     schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig)
     """Where ``kafka.value_format: avro`` reads its schemas."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    """Prometheus metrics and health of the stream; metrics files of the jobs."""
     live_tables: LiveTablesConfig = Field(default_factory=LiveTablesConfig)
+    """Hive/Presto/Trino tables over the live Delta tables (symlink manifests)."""
     source: SourceConfig = Field(default_factory=SourceConfig)
     """The source database ``cdc-delta check`` compares the tables with."""
-    """Hive/Presto/Trino tables over the live Delta tables (symlink manifests)."""
-    """Prometheus metrics and health of the stream; metrics files of the jobs."""
-    merge_concurrency: int = Field(default=4, ge=1)
-    """Tables of one micro-batch merged at once, each in a Spark session of its own (1: one after the other)."""
+    changelog: ChangelogConfig = Field(default_factory=ChangelogConfig)
+    """The multi-table changelog every micro-batch lands in (phase 1)."""
+    merge: MergeConfig = Field(default_factory=MergeConfig)
+    """When each table's pending changes are merged into its Delta table (phase 2)."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""
@@ -144,6 +147,13 @@ class AppConfig(Frozen):
     commit, so every reader (delta-rs, Trino, symlink manifests) can still open the table; it costs a
     full rewrite of the table, once per widening. ``delta_feature``: Delta's typeWidening table feature,
     metadata only, but readers without it (delta-rs, hence Polars and DuckDB) cannot open the table."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: object) -> object:
+        if isinstance(data, dict) and "merge_concurrency" in data:
+            raise ValueError("merge_concurrency is now merge.concurrency (merge: {concurrency: 4})")
+        return data
 
     @field_validator("app_id")
     @classmethod

@@ -1,9 +1,15 @@
-"""What a stream commit records, and how it commits: the one contract between the stream, which writes
-it, and every job that reads positions from the tables (status, readiness, purge, replays).
+"""What a stream commit records, and how it commits: the one contract between the stream and the merger,
+which write it, and every job that reads positions (status, readiness, purge, check).
 
-Every stream commit of a table carries a :class:`StreamCommit` as its Delta ``userMetadata`` (JSON:
-app id, epoch, batch id, table, the batch's Kafka offsets and source times) and a Delta transaction id
-(:func:`txn_app_id`) with the batch id as version, so that a batch applied again commits nothing.
+Two kinds of commits carry a :class:`StreamCommit` as their Delta ``userMetadata`` (JSON):
+
+- a *landing*, the changelog's commit of one micro-batch: app id, epoch, batch id, its landing number
+  (``land_seq``) and the batch's Kafka offsets and source times; its transaction id
+  (:func:`txn_app_id`) has the batch id as version, so that a batch landed again appends nothing;
+- a *merge*, a table's commit of its pending changes: app id, table, the landing it holds up to
+  (``land_seq``), its changes and newest source time; its transaction id ``<app_id>:<table>:merge``
+  has that landing number as version (:func:`merged_through` reads it back).
+
 :func:`app_commits` reads them back from a table's history.
 """
 
@@ -33,7 +39,10 @@ class StreamCommit:
     """What one stream commit records."""
 
     app_id: str
-    batch_id: int
+    batch_id: int | None = None
+    """The micro-batch of a landing (None in a merge: it holds many)."""
+    land_seq: int | None = None
+    """A landing's number; in a merge, the newest landing the table holds after it."""
     epoch: str | None = None
     """The checkpoint's epoch (:mod:`cdc_delta.stream.checkpoint`); None before epochs."""
     offsets: Positions = field(default_factory=dict)
@@ -47,7 +56,7 @@ class StreamCommit:
     """The table's events in the batch."""
     table_max_source_ts_ms: int | None = None
     operation: str | None = None
-    """``merge`` or ``truncate``: a batch can make several commits to a table."""
+    """``land`` (the changelog), ``merge``, or another write of the stream's to a table."""
     source: str | None = None
     """The source table (``db.table``) of a truncate."""
 
@@ -58,8 +67,8 @@ class StreamCommit:
         return dataclasses.replace(self, operation=operation, source=source)
 
     def same_write(self, other: StreamCommit) -> bool:
-        """Whether ``other`` records the same write (app, epoch, batch, table, operation, source)."""
-        keys = ("app_id", "epoch", "batch_id", "table", "operation", "source")
+        """Whether ``other`` records the same write (app, epoch, batch, landing, table, operation, source)."""
+        keys = ("app_id", "epoch", "batch_id", "land_seq", "table", "operation", "source")
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 
     def to_json(self) -> str:
@@ -72,12 +81,16 @@ class StreamCommit:
             data = json.loads(text or "null")
         except json.JSONDecodeError:
             return None
-        if not isinstance(data, dict) or not isinstance(data.get("app_id"), str) or data.get("batch_id") is None:
+        if not isinstance(data, dict) or not isinstance(data.get("app_id"), str):
+            return None
+        if data.get("batch_id") is None and data.get("land_seq") is None:
             return None
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known and v is not None}
         try:
-            values["batch_id"] = int(values["batch_id"])
+            for name in ("batch_id", "land_seq"):
+                if name in values:
+                    values[name] = int(values[name])
             for name in ("offsets", "partition_max_source_ts_ms"):
                 values[name] = {t: {str(p): int(v) for p, v in ps.items()} for t, ps in values.get(name, {}).items()}
         except (TypeError, ValueError, AttributeError):
@@ -98,10 +111,12 @@ class Commit:
     """How one Delta DML command of the stream commits: its transaction id and version, and its record."""
 
     txn_app_id: str
-    """:func:`txn_app_id`: app, table, operation where a batch makes several commits to it, epoch."""
+    """:func:`txn_app_id` or :func:`merge_txn_app_id`."""
+    version: int
+    """The transaction version: Delta skips a commit whose version is not above the last one committed
+    under its transaction id (a landing's batch id, a merge's landing number)."""
     record: StreamCommit
-    """Recorded as the commit's userMetadata; its batch id is the transaction version (Delta refuses a
-    version not above the last one committed)."""
+    """Recorded as the commit's userMetadata."""
 
 
 @contextmanager
@@ -111,7 +126,7 @@ def delta_transaction(spark: SparkSession, commit: Commit) -> Iterator[None]:
     The confs are session-wide: tables written at once need a session each
     (:mod:`cdc_delta.delta.workers`)."""
     spark.conf.set(TXN_APP_ID, commit.txn_app_id)
-    spark.conf.set(TXN_VERSION, str(commit.record.batch_id))
+    spark.conf.set(TXN_VERSION, str(commit.version))
     spark.conf.set(USER_METADATA, commit.record.to_json())
     try:
         yield
@@ -131,7 +146,7 @@ class AppCommit:
     metrics: dict[str, str]
 
     @property
-    def batch_id(self) -> int:
+    def batch_id(self) -> int | None:
         return self.record.batch_id
 
 
@@ -161,6 +176,20 @@ def parse_commit(
     if record is None or (app_id is not None and record.app_id != app_id):
         return None
     return AppCommit(version, timestamp, operation, record, {k: str(v) for k, v in (metrics or {}).items()})
+
+
+def merge_txn_app_id(app_id: str, table: str) -> str:
+    """The transaction id of a table's merges; its version is the newest landing the table holds."""
+    return f"{app_id}:{table}:merge"
+
+
+def merged_through(spark: SparkSession, path: str, app_id: str, table: str) -> int:
+    """The newest landing the table at ``path`` holds (-1: none), from its Delta state now."""
+    jvm = spark.sparkContext._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
+    DeltaTable.forPath(spark, path)  # brings the log's snapshot up to date
+    found = log.unsafeVolatileSnapshot().transactions().get(merge_txn_app_id(app_id, table))
+    return int(found.get()) if found.isDefined() else -1
 
 
 def last_stream_commit(spark: SparkSession, path: str, app_id: str) -> StreamCommit | None:

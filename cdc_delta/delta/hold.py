@@ -19,14 +19,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import ConfigError
+from cdc_delta.lock import lock_path
+
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.5
+CHANGELOG = "_cdc_changelog"
+"""The name a hold of the changelog goes by (its retention's DELETE, when it keeps losing to landings)."""
 
 
 def hold_path(lock_file: str | os.PathLike[str], table: str) -> Path:
     """The hold file of ``table``, beside the maintenance lock (a filesystem both jobs share)."""
     return Path(lock_file).with_name(f"_cdc_hold.{table}.json")
+
+
+def stream_hold(config: AppConfig, name: str) -> Path | None:
+    """The hold file of ``name`` (a table, or :data:`CHANGELOG`) that the stream honours; None where
+    maintenance cannot run either (a remote storage root without maintenance.lock_path)."""
+    try:
+        return hold_path(lock_path(config, "maintenance"), name)
+    except ConfigError:
+        return None
 
 
 @contextmanager

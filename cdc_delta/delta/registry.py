@@ -75,20 +75,20 @@ class TableRegistry:
         if known is None or known.table_id == table_id:
             return
         fix = (
-            f"restore {path} from a backup of that table (the stream then goes on by itself; replay the "
-            f"parked events with `cdc-delta replay-dead-letters --table {name}`), or accept the loss with "
-            f"`cdc-delta resume-table --table {name}` and re-read the table from the source (Debezium's "
-            "execute-snapshot signal) before replaying the parked events"
+            f"restore {path} from a backup of that table (the stream then goes on by itself after a restart, "
+            f"merging what stayed pending), or accept the loss with `cdc-delta resume-table --table {name}` "
+            "(the table is then made anew from the changes the changelog still holds) and re-read the table "
+            "from the source (Debezium's execute-snapshot signal)"
         )
         since = f"registered {known.registered_at} as Delta table {known.table_id}"
         if table_id is None:
             raise TableUnavailable(
                 f"table {name} was deleted under the stream ({since}, no Delta table at {path} now): it is "
-                f"stopped, not re-created holding only later changes, and its events are parked; {fix}"
+                f"stopped, not re-created holding only later changes, and its changes stay pending; {fix}"
             )
         raise TableUnavailable(
             f"table {name} was replaced under the stream ({since}, Delta table {table_id} at {path} now): it "
-            f"is stopped and its events are parked; {fix}"
+            f"is stopped and its changes stay pending; {fix}"
         )
 
     def register(self, name: str, path: str, table_id: str) -> None:

@@ -1,5 +1,7 @@
-"""The snapshot log: a Delta table with one row per published table and day (Delta version, batch,
-stream positions, location, row count), which the next night's base and the tombstone purge read."""
+"""The snapshot log: a Delta table with one row per published table and day (Delta version, the landing
+included, stream positions, location, row count), which the next night's base and the tombstone purge
+read. Its ``batch_id`` column holds the changelog landing the snapshot includes (the micro-batch before
+the changelog; the name stays so that older logs keep their schema)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the replicated tables look like now: last commit, stream position, freshness, row counts.
+"""What the replicated tables look like now: last commit, the landing merged, freshness, row counts.
 
 Read with delta-rs (``deltalake``) from the Delta log and the files' statistics, without Spark, so that
 ``cdc-delta status`` answers in seconds. Object-store paths (s3a://, abfss://, gs://) are read with the
@@ -13,7 +13,7 @@ from typing import Any
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig
-from cdc_delta.delta.commits import StreamCommit, parse_commit
+from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
 from cdc_delta.delta.tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
 
 HISTORY_DEPTH = 50
@@ -28,7 +28,13 @@ class TableStatus:
     version: int | None = None
     last_commit: dt.datetime | None = None
     max_source_ts_ms: int | None = None
-    offsets: dict[str, dict[str, int]] | None = None
+    """The newest source time among the changes the table's last merge applied."""
+    merged_seq: int | None = None
+    """The newest landing the table holds (None: it has merged none)."""
+    pending: int = 0
+    """Changes landed in the changelog but not merged into the table yet."""
+    oldest_pending_s: float | None = None
+    """How long ago the oldest of them landed (the merge lag; None when none is pending)."""
     rows: int | None = None
     deleted: int | None = None
     stopped_reason: str | None = None
@@ -57,7 +63,8 @@ def open_delta_rs(path: str) -> Any:
 
 
 def table_status(config: AppConfig) -> list[TableStatus]:
-    """Every configured table's state, several read at once (delta-rs waits on files without the GIL)."""
+    """Every configured table's state, several read at once (delta-rs waits on files without the GIL);
+    its pending changes are the changelog's to count (:func:`cdc_delta.changelog.status.with_pending`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -95,12 +102,13 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
         rows = dataset.count_rows()
     except Exception as exc:  # noqa: BLE001 (a damaged table is reported, not the end of status)
         unreadable = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    merged = table.transaction_version(merge_txn_app_id(config.app_id, name))
     return TableStatus(
         table=name,
         version=table.version(),
         last_commit=_when(latest.get("timestamp")),
         max_source_ts_ms=record.table_max_source_ts_ms if record is not None else None,
-        offsets=record.offsets if record is not None else None,
+        merged_seq=merged,
         rows=rows,
         deleted=deleted,
         stopped_reason=_stopped(table.metadata().configuration),
@@ -118,17 +126,6 @@ def _when(millis: Any) -> dt.datetime | None:
     if not isinstance(millis, int):
         return None
     return dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).replace(tzinfo=None)
-
-
-def delta_positions(tables: list[TableStatus]) -> dict[tuple[str, int], int]:
-    """Per topic partition, the next offset after the highest one any table's last commit recorded."""
-    out: dict[tuple[str, int], int] = {}
-    for status in tables:
-        for topic, partitions in (status.offsets or {}).items():
-            for partition, offset in partitions.items():
-                key = (topic, int(partition))
-                out[key] = max(out.get(key, 0), offset + 1)
-    return out
 
 
 def dead_letter_count(config: AppConfig) -> int:

@@ -16,9 +16,9 @@ from cdc_delta.events.ordering import SEQ_DDL
 logger = logging.getLogger(__name__)
 
 STOPPED_PROPERTY = "cdc_delta.stopped"
-"""Set to 'true' on a table whose source made a change it cannot follow; its events are parked."""
+"""Set to 'true' on a table whose merge failed; its changes stay pending until an operator resumes it."""
 STOPPED_REASON_PROPERTY = "cdc_delta.stopped_reason"
-"""Why the table stopped, for the reason of every event parked after."""
+"""Why the table stopped."""
 MANIFEST_PROPERTY = "delta.compatibility.symlinkFormatManifest.enabled"
 """With it, Delta rewrites the table's symlink manifest after each commit (``live_tables.enabled``)."""
 
@@ -67,8 +67,8 @@ def enable_manifest(spark: SparkSession, path: str) -> None:
 
 
 def mark_stopped(spark: SparkSession, path: str, reason: str) -> None:
-    """Flag the table as stopped, with why; later batches park its events until an operator resumes it
-    (:func:`clear_stopped`, ``cdc-delta resume-table``)."""
+    """Flag the table as stopped, with why; the merger leaves its changes pending until an operator resumes
+    it (:func:`clear_stopped`, ``cdc-delta resume-table``)."""
     spark.sql(
         f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES "
         f"('{STOPPED_PROPERTY}' = 'true', '{STOPPED_REASON_PROPERTY}' = {C.string_literal(reason)})"

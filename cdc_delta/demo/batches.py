@@ -41,7 +41,13 @@ def demo_tables(server: str = "dbserver1") -> list[dict[str, object]]:
 def demo_config(root: Path) -> AppConfig:
     """The demo's config (the tables of streaming/demo-config.yaml) with tables under ``root``."""
     return parse_config(
-        {"app_id": "cdc-delta-demo", "storage": {"root": str(root)}, "tables": demo_tables()}, source="demo"
+        {
+            "app_id": "cdc-delta-demo",
+            "storage": {"root": str(root)},
+            "merge": {"max_delay_seconds": 0},
+            "tables": demo_tables(),
+        },
+        source="demo",
     )
 
 

@@ -38,15 +38,16 @@ def table_size(spark: SparkSession, path: str) -> tuple[int, int]:
     return (int(row["numFiles"]), int(row["sizeInBytes"])) if row else (0, 0)
 
 
-def beside_stream(action: Callable[[], T], what: str, config: AppConfig, table: TableConfig) -> T:
+def beside_stream(action: Callable[[], T], what: str, config: AppConfig, name: str) -> T:
     """Run a command that the stream's commits can beat: retried when it loses a write race; after
-    RACES_BEFORE_HOLD lost races, run again while the stream's writes to the table are held."""
+    RACES_BEFORE_HOLD lost races, run again while the stream's writes to ``name`` (a table, or the
+    changelog: :data:`~cdc_delta.delta.hold.CHANGELOG`) are held."""
     try:
         return retry_on_conflict(action, what, attempts=RACES_BEFORE_HOLD)
     except Exception as exc:  # the JVM's conflict errors carry no Python type of their own
         if not is_conflict(exc):
             raise
-    hold = hold_path(lock_path(config, "maintenance"), table.name)
+    hold = hold_path(lock_path(config, "maintenance"), name)
     with holding_writes(hold, config.maintenance.stream_hold_max_seconds, f"{what} lost {RACES_BEFORE_HOLD} races"):
         return retry_on_conflict(action, what)
 
@@ -55,7 +56,7 @@ def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: s
     target = DeltaTable.forPath(spark, path)
     zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
     run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
-    metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table).select("metrics").first()
+    metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table.name).select("metrics").first()
     return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
 
 
@@ -66,14 +67,14 @@ def purge(spark: SparkSession, config: AppConfig, table: TableConfig, path: str,
     statement = (
         f"DELETE FROM {C.delta_path_identifier(path)} WHERE {C.DELETED} AND {C.SOURCE_TS} < timestamp_micros({micros})"
     )
-    result = beside_stream(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}", config, table)
+    result = beside_stream(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}", config, table.name)
     return int(result["num_affected_rows"]) if result else 0
 
 
-def vacuum(spark: SparkSession, config: AppConfig, table: TableConfig, path: str) -> int:
+def vacuum(spark: SparkSession, config: AppConfig, name: str, path: str) -> int:
     hours = config.maintenance.vacuum_retention_hours
     target = DeltaTable.forPath(spark, path)
-    retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {table.name}")
+    retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {name}")
     for row in target.history(5).select("operation", "operationMetrics").collect():
         if row["operation"] == "VACUUM END":
             return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0))

@@ -2,9 +2,9 @@
 
 A tombstone is purged only when all hold:
 - its source change is older than ``maintenance.tombstone_retention_hours``;
-- the stream has read past it on every partition: its source time is before the smallest
-  per-partition source time recorded by the table's latest stream commit (an older event of the
-  same key can then no longer arrive and resurrect the row);
+- the stream had read past it on every partition when the table was last merged: its source time is
+  before the smallest per-partition source time recorded by the landing the table holds up to (an
+  older change of the same key can then no longer arrive and resurrect the row);
 - where the table has nightly snapshots (a stock export, or a snapshot published), a published
   snapshot has absorbed it: its source time is before that snapshot's cut-off.
 """
@@ -12,20 +12,24 @@ A tombstone is purged only when all hold:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import Row
 
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.delta.commits import last_stream_commit
+from cdc_delta.delta.commits import AppCommit
 from cdc_delta.delta.snapshot_log import absorbed_before
 
 
-def stream_watermark_ms(spark: SparkSession, path: str, app_id: str) -> int | None:
-    """The smallest per-partition source time the table's latest stream commit recorded."""
-    record = last_stream_commit(spark, path, app_id)
-    times = record.partition_max_source_ts_ms if record is not None else {}
-    per_partition = [ts for parts in times.values() for ts in parts.values()]
-    return min(per_partition) if per_partition else None
+def landing_watermarks(landings: Iterable[AppCommit]) -> dict[int, int]:
+    """Per landing: the smallest per-partition source time its batch recorded."""
+    out: dict[int, int] = {}
+    for commit in landings:
+        record = commit.record
+        times = [ts for parts in record.partition_max_source_ts_ms.values() for ts in parts.values()]
+        if record.operation == "land" and record.land_seq is not None and times:
+            out[record.land_seq] = min(times)
+    return out
 
 
 def purge_cutoff(

@@ -1,4 +1,5 @@
-"""The hourly maintenance of the replicated tables: OPTIMIZE, tombstone purge, VACUUM, checkpoint.
+"""The hourly maintenance of the replicated tables (OPTIMIZE, tombstone purge, VACUUM, checkpoint) and of
+the changelog (:mod:`.changelog`: retention, compaction, VACUUM, checkpoint).
 
 Safe beside the running stream: every command is retried when it loses a write race, and the busy
 ones hold the stream's writes briefly once they have lost a few (:mod:`.commands`); a lock keeps two
@@ -15,12 +16,15 @@ from dataclasses import asdict, dataclass, field
 from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
+from cdc_delta.changelog.table import landings
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.delta.commits import merged_through
 from cdc_delta.delta.snapshot_log import published_all
 from cdc_delta.delta.workers import each_table
 from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.maintenance import commands
-from cdc_delta.maintenance.purge import purge_cutoff, snapshot_condition, stream_watermark_ms
+from cdc_delta.maintenance.changelog import ChangelogReport, maintain_changelog
+from cdc_delta.maintenance.purge import landing_watermarks, purge_cutoff, snapshot_condition
 from cdc_delta.reports import write_report
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,8 @@ class TableReport:
     files_vacuumed: int = 0
     checkpoint_version: int | None = None
     """The table version the run's own Delta checkpoint (written after VACUUM) holds."""
+    merged_seq: int = -1
+    """The newest changelog landing the table holds (-1: none)."""
     duration_s: float = 0.0
     skipped: str | None = None
 
@@ -51,13 +57,20 @@ class MaintenanceReport:
 
     started_at: str
     tables: list[TableReport] = field(default_factory=list)
+    changelog: ChangelogReport | None = None
     duration_s: float = 0.0
 
 
 def maintain_table(
-    spark: SparkSession, config: AppConfig, table: TableConfig, now: dt.datetime, history: list[Row]
+    spark: SparkSession,
+    config: AppConfig,
+    table: TableConfig,
+    now: dt.datetime,
+    history: list[Row],
+    watermarks: dict[int, int],
 ) -> TableReport:
-    """OPTIMIZE, purge old tombstones, VACUUM, checkpoint one table (``history``: its snapshots)."""
+    """OPTIMIZE, purge old tombstones, VACUUM, checkpoint one table (``history``: its snapshots;
+    ``watermarks``: :func:`~.purge.landing_watermarks` of the recent landings)."""
     path = config.storage.table_path(table)
     if not DeltaTable.isDeltaTable(spark, path):
         return TableReport(table.name, skipped="no table yet")
@@ -65,10 +78,11 @@ def maintain_table(
     files_before, bytes_before = commands.table_size(spark, path)
     compacted = commands.optimize(spark, config, table, path)
     required, absorbed = snapshot_condition(config, table, history)
-    watermark = stream_watermark_ms(spark, path, config.app_id)
+    merged = merged_through(spark, path, config.app_id, table.name)
+    watermark = watermarks.get(merged)
     cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
     purged = commands.purge(spark, config, table, path, cutoff) if cutoff is not None else 0
-    vacuumed = commands.vacuum(spark, config, table, path)
+    vacuumed = commands.vacuum(spark, config, table.name, path)
     checkpoint = commands.checkpoint(spark, path)
     files_after, bytes_after = commands.table_size(spark, path)
     report = TableReport(
@@ -82,6 +96,7 @@ def maintain_table(
         purge_cutoff=cutoff.isoformat() if cutoff else None,
         files_vacuumed=vacuumed,
         checkpoint_version=checkpoint,
+        merged_seq=merged,
         duration_s=round(time.monotonic() - started, 2),
     )
     logger.info(
@@ -118,14 +133,20 @@ def run_maintenance(
     with exclusive_lock(lock_path(config, "maintenance"), m.lock_stale_after_minutes * 60, wait_s):
         commands.configure_session(spark, m)
         history = published_all(spark, config)  # once for every table
+        watermarks = landing_watermarks(landings(spark, config))  # likewise
         tables = each_table(
             spark,
             m.concurrency,
-            lambda session, table: maintain_table(session, config, table, now, history.get(table.name, [])),
+            lambda session, table: maintain_table(session, config, table, now, history.get(table.name, []), watermarks),
             config.tables,
             setup=lambda session: commands.configure_session(session, m),
         )
-    report = MaintenanceReport(now.isoformat(timespec="seconds"), tables, round(time.monotonic() - started, 2))
+        # Only what every table has merged may go: a table not created yet holds nothing.
+        merged = {t.table: t.merged_seq for t in tables}
+        changelog = maintain_changelog(spark, config, merged, now)
+    report = MaintenanceReport(
+        now.isoformat(timespec="seconds"), tables, changelog, round(time.monotonic() - started, 2)
+    )
     folder = config.under_root(m.report_dir, "_cdc_maintenance_reports")
     write_report(folder, f"maintenance-{now.strftime('%Y%m%dT%H%M%SZ')}", asdict(report))
     return report

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -12,8 +11,8 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 from cdc_delta import columns as C
 from cdc_delta.decode.decoded import field
 from cdc_delta.merger.column_defaults import ColumnDefault
-from cdc_delta.merger.merge import seq_literal
 from cdc_delta.merger.schema_evolution import descriptor_columns
+from cdc_delta.merger.truncates import seq_literal
 from cdc_delta.merger.typed import json_type, typed, typed_literal
 
 
@@ -41,7 +40,7 @@ def _parsed_columns(business: Sequence[tuple[str, str]]) -> list[Column]:
 def typed_rows(
     events: DataFrame,
     business: Sequence[tuple[str, str]],
-    ingested_at: dt.datetime,
+    ingested_at: Column,
     defaults: Mapping[str, ColumnDefault] | None = None,
     descriptors: Sequence[str] = (),
 ) -> DataFrame:
@@ -50,7 +49,8 @@ def typed_rows(
     source with one after the event), then the metadata columns.
 
     ``events`` holds the Kafka columns and the ``_decoded`` struct; ``business`` is the table's
-    (column, type) list after schema evolution; ``descriptors`` the batch's distinct ``schema_json``.
+    (column, type) list after schema evolution; ``descriptors`` the distinct ``schema_json`` of the
+    changes; ``ingested_at`` when each landed.
     """
     out = []
     for (name, type_name), parsed in zip(business, _parsed_columns(business) if business else [], strict=True):
@@ -63,7 +63,7 @@ def typed_rows(
         (field("op") == "d").alias(C.DELETED),
         field("seq").alias(C.SEQ),
         F.timestamp_millis(field("source_ts_ms")).alias(C.SOURCE_TS),
-        F.lit(ingested_at).cast("timestamp").alias(C.INGESTED_AT),
+        ingested_at.cast("timestamp").alias(C.INGESTED_AT),
         field("source_db").alias(C.SOURCE_DB),
         field("source_table").alias(C.SOURCE_TABLE),
         F.col("topic").alias(C.TOPIC),

@@ -66,9 +66,9 @@ def plan_schema(
                         f"table {table}: column {name!r} changed type from {current[name]} to {type_name}, "
                         "which the Delta table cannot follow"
                         + ("" if allow_widening else " (allow_type_widening is off)")
-                        + ". The table is stopped and its events are parked in the dead letters; "
+                        + ". The table is stopped and its changes stay pending in the changelog; "
                         f"migrate the column (ALTER TABLE or a rebuild), then `cdc-delta resume-table --table "
-                        f"{table}` and `cdc-delta replay-dead-letters --table {table}`."
+                        f"{table}` and restart the stream: it merges them."
                     )
                 if name in added:
                     added[name] = wider
@@ -91,9 +91,10 @@ _NOT_IN_DELTA_NAMES = set(" ,;{}()\n\t=")
 def _check_name(table: str, name: str, columns: Iterable[str]) -> None:
     """Refuse a new column that Delta cannot hold beside the table's ``columns``."""
     fix = (
-        "The table is stopped and its events are parked in the dead letters; rename the column at the source "
-        f"(or replicate a view with a plain name), then `cdc-delta resume-table --table {table}` and "
-        f"`cdc-delta replay-dead-letters --table {table}`."
+        "The table is stopped and its changes stay pending in the changelog; rename the column at the source "
+        f"(or replicate a view with a plain name), then `cdc-delta resume-table --table {table}`, restart the "
+        "stream, and read the table from the source again (Debezium's execute-snapshot signal): the changes "
+        "that carry the old name cannot be merged."
     )
     bad = sorted(set(name) & _NOT_IN_DELTA_NAMES)
     if bad:

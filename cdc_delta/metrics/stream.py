@@ -14,10 +14,11 @@ from prometheus_client.registry import Collector
 
 from cdc_delta.config import AppConfig
 from cdc_delta.kafka.offsets import PartitionLag
+from cdc_delta.merger.run import RoundResult
 from cdc_delta.stream.results import BatchResult
 
 UNROUTED = "(unrouted)"
-OUTCOMES = ("in", "applied", "dead_lettered", "skipped")
+OUTCOMES = ("in", "landed", "dead_lettered", "skipped")
 DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 
 
@@ -32,19 +33,40 @@ class StreamMetrics:
         )
         self.events = Counter(
             "cdc_delta_events",
-            "Kafka records per table and outcome; in = applied + dead_lettered + skipped",
+            "Kafka records per table and outcome; in = landed + dead_lettered + skipped",
             ["table", "outcome"],
             registry=r,
         )
         self.duration = Histogram(
             "cdc_delta_batch_duration_seconds", "Time to apply one micro-batch", buckets=DURATION_BUCKETS, registry=r
         )
-        self.last_batch_id = Gauge("cdc_delta_last_batch_id", "Id of the last micro-batch applied", registry=r)
+        self.last_batch_id = Gauge("cdc_delta_last_batch_id", "Id of the last micro-batch landed", registry=r)
         self.last_batch_end = Gauge(
             "cdc_delta_last_batch_end_timestamp_seconds", "When the last micro-batch finished (Unix time)", registry=r
         )
         self.version = Gauge(
-            "cdc_delta_table_version", "Delta version of the table's last commit", ["table"], registry=r
+            "cdc_delta_table_version", "Delta version of the table's last merge", ["table"], registry=r
+        )
+        self.landed_seq = Gauge(
+            "cdc_delta_changelog_landing", "Number of the newest landing in the changelog", registry=r
+        )
+        self.merged_seq = Gauge(
+            "cdc_delta_table_merged_landing",
+            "The newest landing the table holds (its last merge)",
+            ["table"],
+            registry=r,
+        )
+        self.pending = Gauge(
+            "cdc_delta_table_pending_changes", "Changes landed but not merged into the table yet", ["table"], registry=r
+        )
+        self.merge_lag = Gauge(
+            "cdc_delta_table_merge_lag_seconds",
+            "Age of the table's oldest pending change (0: none pending); live views see them already",
+            ["table"],
+            registry=r,
+        )
+        self.round_duration = Histogram(
+            "cdc_delta_merge_round_duration_seconds", "Time of one merge round", buckets=DURATION_BUCKETS, registry=r
         )
         self.source_ts = Gauge(
             "cdc_delta_table_source_timestamp_seconds",
@@ -53,7 +75,10 @@ class StreamMetrics:
             registry=r,
         )
         self.stopped = Gauge(
-            "cdc_delta_table_stopped", "1 while the table is stopped and its events are parked", ["table"], registry=r
+            "cdc_delta_table_stopped",
+            "1 while the table is stopped (its changes stay pending in the changelog)",
+            ["table"],
+            registry=r,
         )
         self.started = Gauge("cdc_delta_start_timestamp_seconds", "When the stream started (Unix time)", registry=r)
         self.started.set(time.time())
@@ -64,9 +89,12 @@ class StreamMetrics:
             for outcome in OUTCOMES:
                 self.events.labels(table.name, outcome)
             self.stopped.labels(table.name).set(0)
+            self.pending.labels(table.name).set(0)
+            self.merge_lag.labels(table.name).set(0)
         for result in ("ok", "failed"):
             self.batches.labels(result)
         self._newest: dict[str, float] = {}
+        self._pending_tables: set[str] = set()
         self.last_finished = time.monotonic()
         """Monotonic time of the last finished batch (the start before the first)."""
 
@@ -80,13 +108,30 @@ class StreamMetrics:
         for table, counts in result.table_counts().items():
             for outcome, n in counts.items():
                 self.events.labels(table or UNROUTED, outcome).inc(n)
-        for t in result.tables:
-            if t.merge is not None and t.merge.version is not None:
-                self.version.labels(t.table).set(t.merge.version)
-            self.stopped.labels(t.table).set(1 if t.parked else 0)
+        if result.land_seq is not None:
+            self.landed_seq.set(result.land_seq)
         for table, ts_ms in result.max_source_ts_ms_by_table.items():
             newest = self._newest[table] = max(ts_ms / 1000, self._newest.get(table, 0.0))
             self.source_ts.labels(table).set(newest)
+
+    def round_done(self, result: RoundResult) -> None:
+        """Count one merge round: versions, positions, stopped tables, what is left pending."""
+        self.round_duration.observe(result.duration_s)
+        for t in result.tables:
+            if t.merge is not None and t.merge.version is not None:
+                self.version.labels(t.table).set(t.merge.version)
+            if t.error is None:
+                self.merged_seq.labels(t.table).set(result.through_seq)
+            self.stopped.labels(t.table).set(1 if t.error else 0)
+        now = time.time()
+        for table in list(self._pending_tables):
+            if table not in result.pending:
+                self.pending.labels(table).set(0)
+                self.merge_lag.labels(table).set(0)
+        for table, pending in result.pending.items():
+            self.pending.labels(table).set(pending.events)
+            self.merge_lag.labels(table).set(pending.age(now))
+        self._pending_tables = set(result.pending)
 
     def batch_failed(self) -> None:
         self.batches.labels("failed").inc()

@@ -1,13 +1,14 @@
-"""Checkdone: has the stream passed the snapshot's cut-off on every partition, and at which batch?
+"""Checkdone: has the stream passed the snapshot's cut-off on every partition, and at which landing?
 
-Every stream commit records, for its whole micro-batch, the highest offset and the highest source
-time read on each Kafka partition. Batches are applied in order, so the first batch B after which
-every partition has shown a source time at or past the cut-off is where the stream passed it: each
-table's state at its last commit of a batch <= B holds every change made before the cut-off.
+Every landing (the changelog's commit of one micro-batch) records the highest offset and the highest
+source time read on each Kafka partition. Landings are numbered in order, so the first landing L after
+which every partition has shown a source time at or past the cut-off is where the stream passed it:
+each table as of L (its merged rows overridden by its changes up to L, :mod:`cdc_delta.views.live`)
+holds every change made before the cut-off.
 
 A partition that sends nothing after the cut-off (a quiet table) can never prove it by source time.
 It counts as passed when Kafka says the stream has read all of it (the consumer group is at the
-end offset) and ``idle_grace`` has gone by since the cut-off; B must then also cover the last batch
+end offset) and ``idle_grace`` has gone by since the cut-off; L must then also cover the last landing
 that read from it.
 """
 
@@ -25,9 +26,9 @@ Partition = tuple[str, int]
 
 @dataclass(frozen=True)
 class BatchPosition:
-    """What one stream batch read, as its commits recorded it."""
+    """What one landing's batch read, as its commit recorded it."""
 
-    batch_id: int
+    land_seq: int
     offsets: dict[Partition, int]
     source_ts_ms: dict[Partition, int]
 
@@ -46,10 +47,10 @@ class Readiness:
 
     cutoff: dt.datetime
     ready: bool
-    batch_id: int | None = None
-    """The batch at which the stream passed the cut-off (None: nothing to include yet)."""
+    land_seq: int | None = None
+    """The landing at which the stream passed the cut-off (None: nothing to include yet)."""
     positions: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Highest offset read per topic and partition up to and including ``batch_id``."""
+    """Highest offset read per topic and partition up to and including ``land_seq``."""
     waiting_on: list[str] = field(default_factory=list)
     """Partitions not yet past the cut-off, as ``topic[partition]: why``."""
     idle: list[str] = field(default_factory=list)
@@ -59,7 +60,7 @@ class Readiness:
         when = self.cutoff.isoformat()
         if self.ready:
             idle = f"; {len(self.idle)} quiet partition(s) read to the end" if self.idle else ""
-            return f"the stream passed the cut-off {when} at batch {self.batch_id}{idle}"
+            return f"the stream passed the cut-off {when} at landing {self.land_seq}{idle}"
         shown = "; ".join(self.waiting_on[:5]) + (
             f"; and {len(self.waiting_on) - 5} more" if len(self.waiting_on) > 5 else ""
         )
@@ -67,17 +68,17 @@ class Readiness:
 
 
 def batch_positions(commits: Iterable[AppCommit]) -> list[BatchPosition]:
-    """One position per batch id, oldest first, from the stream commits of any of the tables."""
-    by_batch: dict[int, BatchPosition] = {}
+    """One position per landing, oldest first, from the changelog's landing commits."""
+    by_landing: dict[int, BatchPosition] = {}
     for commit in commits:
-        batch_id = commit.batch_id
-        if batch_id in by_batch or not commit.record.offsets:
+        land_seq = commit.record.land_seq
+        if land_seq is None or land_seq in by_landing or commit.record.operation != "land":
             continue
         record = commit.record
         offsets = {(t, int(p)): o for t, parts in record.offsets.items() for p, o in parts.items()}
         times = {(t, int(p)): ts for t, parts in record.partition_max_source_ts_ms.items() for p, ts in parts.items()}
-        by_batch[batch_id] = BatchPosition(batch_id, offsets, times)
-    return [by_batch[b] for b in sorted(by_batch)]
+        by_landing[land_seq] = BatchPosition(land_seq, offsets, times)
+    return [by_landing[b] for b in sorted(by_landing)]
 
 
 def cutoff_for(day: dt.date, time_zone: str) -> dt.datetime:
@@ -105,9 +106,9 @@ def check_readiness(
     for batch in batches:
         for partition, ts in batch.source_ts_ms.items():
             if ts >= cutoff_ms and partition not in passed_at:
-                passed_at[partition] = batch.batch_id
+                passed_at[partition] = batch.land_seq
         for partition in batch.offsets:
-            last_read[partition] = batch.batch_id
+            last_read[partition] = batch.land_seq
     required = set(kafka) if kafka is not None else set(last_read)
     needs: list[int] = []
     waiting: list[str] = []
@@ -135,15 +136,15 @@ def check_readiness(
         waiting.append(f"{_name(partition)}: {why}")
     if waiting:
         return Readiness(cutoff, False, waiting_on=waiting, idle=idle)
-    batch_id = max(needs) if needs else None
-    return Readiness(cutoff, True, batch_id, _positions_up_to(batches, batch_id), idle=idle)
+    land_seq = max(needs) if needs else None
+    return Readiness(cutoff, True, land_seq, _positions_up_to(batches, land_seq), idle=idle)
 
 
-def _positions_up_to(batches: list[BatchPosition], batch_id: int | None) -> dict[str, dict[str, int]]:
-    """The highest offset read per topic and partition by the batches up to ``batch_id``."""
+def _positions_up_to(batches: list[BatchPosition], land_seq: int | None) -> dict[str, dict[str, int]]:
+    """The highest offset read per topic and partition by the landings up to ``land_seq``."""
     highest: dict[Partition, int] = {}
     for batch in batches:
-        if batch_id is None or batch.batch_id > batch_id:
+        if land_seq is None or batch.land_seq > land_seq:
             break
         for (topic, part), offset in batch.offsets.items():
             highest[(topic, part)] = max(highest.get((topic, part), -1), offset)
@@ -151,14 +152,3 @@ def _positions_up_to(batches: list[BatchPosition], batch_id: int | None) -> dict
     for (topic, part), offset in sorted(highest.items()):
         positions.setdefault(topic, {})[str(part)] = offset
     return positions
-
-
-def version_at_batch(commits: Iterable[AppCommit], batch_id: int | None) -> int | None:
-    """The table's version after its last stream commit of a batch <= ``batch_id`` (None: no such
-    commit, the table held nothing then). ``commits`` are newest first."""
-    if batch_id is None:
-        return None
-    for commit in commits:
-        if commit.batch_id <= batch_id and commit.record.offsets:
-            return commit.version
-    return None

@@ -40,7 +40,8 @@ class SnapshotReport:
     date: str
     run_id: str
     cutoff: str
-    batch_id: int | None
+    land_seq: int | None
+    """The changelog landing at which the stream passed the cut-off: what the snapshot includes."""
     positions: dict[str, dict[str, int]]
     idle_partitions: list[str]
     tables: list[TableSnapshot] = field(default_factory=list)

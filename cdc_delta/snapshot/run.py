@@ -4,9 +4,10 @@ published as partition ``dt=<day>`` of a Hive table.
 1. Readiness (:mod:`.readiness`, :mod:`.positions`): the stream must have passed the end of the day on
    every partition; else wait up to ``snapshot.wait_minutes`` and raise :class:`NotReady`, touching nothing.
 2. Per table: the base (:mod:`.base`) is the latest published snapshot before the day (or the stock
-   export the first time, or when asked); the change side is the Delta table as of its last stream
-   commit of the batch that passed the cut-off (time travel). Per key the Delta row wins; keys whose
-   final state is deleted are dropped (:mod:`.union`).
+   export the first time, or when asked); the change side is the table as of the landing that passed
+   the cut-off: its merged rows at the version that holds no later landing (time travel), overridden by
+   its changes up to that landing still pending then (:mod:`cdc_delta.views.live`). Per key the change
+   side wins; keys whose final state is deleted are dropped (:mod:`.union`).
 3. The rows go to a new folder, are checked (row count, key uniqueness, the source's count when one is
    given: :mod:`.checks`), and one metastore call makes the folder the partition (:mod:`.hive_publish`).
 4. The run is recorded in the snapshot log (:mod:`cdc_delta.delta.snapshot_log`), which the next
@@ -31,8 +32,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.changelog.table import landings
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.delta.commits import AppCommit
 from cdc_delta.delta.snapshot_log import ensure_log, published_all, record
 from cdc_delta.delta.workers import each_table
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
@@ -42,12 +43,13 @@ from cdc_delta.reports import write_report
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.base import Base, choose_base
 from cdc_delta.snapshot.checks import key_counts, source_count
-from cdc_delta.snapshot.positions import KafkaPositions, stream_commits
-from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for, version_at_batch
+from cdc_delta.snapshot.positions import KafkaPositions
+from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot, log_published
-from cdc_delta.snapshot.union import Union, delta_side, union_rows
+from cdc_delta.snapshot.union import Union, union_rows
 from cdc_delta.views.catalog import hive_schema
 from cdc_delta.views.current_view import create_current_view
+from cdc_delta.views.live import live_rows, merged_at
 
 logger = logging.getLogger(__name__)
 
@@ -59,19 +61,18 @@ def wait_until_ready(
     kafka_positions: KafkaPositions,
     wait_s: float,
     clock: Callable[[], dt.datetime],
-) -> tuple[Readiness, dict[str, list[AppCommit]]]:
+) -> Readiness:
     """Check readiness until it holds or ``wait_s`` is spent; raises NotReady."""
     snap = config.snapshot
     deadline = time.monotonic() + wait_s
     while True:
-        commits = stream_commits(spark, config)
-        batches = batch_positions(c for table in commits.values() for c in table)
+        batches = batch_positions(landings(spark, config))
         ready = check_readiness(
             batches, cutoff, kafka_positions(), clock(), dt.timedelta(minutes=snap.idle_grace_minutes)
         )
         if ready.ready:
             logger.info("readiness: %s", ready.describe())
-            return ready, commits
+            return ready
         if time.monotonic() + snap.poll_seconds > deadline:
             raise NotReady(f"not publishing: {ready.describe()}. Nothing was touched; run again later or pass --wait")
         logger.info("readiness: %s; checking again in %.0fs", ready.describe(), snap.poll_seconds)
@@ -123,7 +124,6 @@ class _Run:
     day: str
     run_id: str
     readiness: Readiness
-    commits: dict[str, list[AppCommit]]
     from_stock: bool
     published: dict[str, list[Row]]
     """The snapshot log, read once for the run: per table, its published days."""
@@ -133,8 +133,7 @@ class _Run:
     def publish(self, table: TableConfig) -> TableSnapshot | None:
         """Build, write, check and publish one table's partition; None when there is nothing yet."""
         started = time.monotonic()
-        version = version_at_batch(self.commits.get(table.name, []), self.readiness.batch_id)
-        delta = delta_side(self.spark, self.config, table, version)
+        version, delta = self._delta_side(table)
         history = self.published.get(table.name, [])
         earlier = [r for r in history if r["dt"] < self.day]
         base = choose_base(self.spark, self.config, table, earlier, self.day, self.run_id, self.from_stock)
@@ -170,6 +169,29 @@ class _Run:
         )
         log_published(result, self.day, previous is not None)
         return result
+
+    def _delta_side(self, table: TableConfig) -> tuple[int | None, DataFrame | None]:
+        """The Delta table's version read and the table's business columns and ``_cdc_deleted`` as of the
+        landing that passed the cut-off (None: nothing had landed for it by then)."""
+        through = self.readiness.land_seq
+        if through is None:
+            return None, None
+        try:
+            rows = live_rows(self.spark, self.config, [table], through).get(table.name)
+            version = merged_at(self.spark, self.config, table, through).version
+        except Exception as exc:  # the JVM's error for files VACUUM removed carries no Python type
+            if isinstance(exc, SnapshotError):
+                raise
+            raise SnapshotError(
+                f"cannot read {table.name} as of landing {through}: {str(exc).splitlines()[0]}. If VACUUM "
+                "removed its files or the changelog's retention its changes, the snapshot ran later than "
+                "maintenance.vacuum_retention_hours and changelog.retention_hours allow; keep them longer "
+                "than the snapshot's delay"
+            ) from None
+        if rows is None:
+            return version, None
+        business = [C.quote(c) for c in rows.columns if not c.startswith(C.PREFIX)]
+        return version, rows.select(*business, C.DELETED)
 
     def _check_delta_keys(self, table: TableConfig, delta: DataFrame | None, version: int | None) -> int:
         """Keys the Delta side holds; raises when one repeats. Keys are unique in the result when they
@@ -249,7 +271,7 @@ class _Run:
             qualified(self.spark, written.folder),
             base,
             version,
-            self.readiness.batch_id,
+            self.readiness.land_seq,
             self.readiness.cutoff,
             json.dumps(self.readiness.positions, sort_keys=True),
             written.count,
@@ -276,11 +298,11 @@ def run_snapshot(
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
     with exclusive_lock(lock_path(config, "snapshot"), stale_after_s=12 * 3600, what="snapshot"):
-        readiness, commits = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
+        readiness = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         history = published_all(spark, config)
         ensure_log(spark, config)
-        run = _Run(spark, config, day.isoformat(), run_id, readiness, commits, from_stock, history)
+        run = _Run(spark, config, day.isoformat(), run_id, readiness, from_stock, history)
         # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
         try:
             done = each_table(
@@ -293,7 +315,7 @@ def run_snapshot(
         date=day.isoformat(),
         run_id=run_id,
         cutoff=cutoff.isoformat(),
-        batch_id=readiness.batch_id,
+        land_seq=readiness.land_seq,
         positions=readiness.positions,
         idle_partitions=readiness.idle,
         tables=tables,

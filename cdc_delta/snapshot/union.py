@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
-from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.exceptions import SnapshotError
 
 
@@ -78,20 +77,3 @@ def union_rows(base: DataFrame | None, delta: DataFrame | None, key: list[str]) 
     kept = joined.where(~in_delta).drop(_DELTA_DELETED)
     union = kept.unionByName(live, allowMissingColumns=True)
     return Union(union.observe(counted, rows_count), counted, base_counted)
-
-
-def delta_side(spark: SparkSession, config: AppConfig, table: TableConfig, version: int | None) -> DataFrame | None:
-    """The business columns and ``_cdc_deleted`` of the table as of ``version`` (time travel)."""
-    if version is None:
-        return None
-    path = config.storage.table_path(table)
-    try:
-        df = spark.read.format("delta").option("versionAsOf", version).load(path)
-        business = [C.quote(f.name) for f in df.schema.fields if not f.name.startswith(C.PREFIX)]
-        return df.select(*business, C.DELETED)
-    except Exception as exc:  # the JVM's error for files VACUUM removed carries no Python type
-        raise SnapshotError(
-            f"cannot read {table.name} as of version {version} ({path}): {str(exc).splitlines()[0]}. "
-            "If VACUUM removed its files, the snapshot ran later than maintenance.vacuum_retention_hours "
-            "allows; keep the retention longer than the snapshot's delay"
-        ) from None

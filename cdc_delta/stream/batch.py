@@ -1,9 +1,10 @@
-"""One micro-batch end to end: decode, count, apply each table's changes, dead letters, one log line.
+"""One micro-batch end to end, phase 1: decode, count, land every change in the changelog (one commit),
+dead letters, one log line; then, where the merger runs after each landing, its round.
 
 :class:`BatchProcessor` is the ``foreachBatch`` function of the stream. It never collects events to
 the driver: only counts, offsets, schema descriptors and truncate markers (a few rows) come back
-(:mod:`.stats`). Each table's changes are applied by :mod:`cdc_delta.merger.apply`, several tables at
-once (:mod:`cdc_delta.delta.workers`).
+(:mod:`.stats`). The changes land in the changelog (:mod:`cdc_delta.changelog.append`); the merger
+(:mod:`cdc_delta.merger.run`) applies them to the tables.
 """
 
 from __future__ import annotations
@@ -11,49 +12,42 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
+from cdc_delta.changelog.append import Changelog, Landing
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.batch import DecodedBatch, decoder_for
 from cdc_delta.decode.decoded import field, is_dead
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
-from cdc_delta.delta.workers import TableWorkers
 from cdc_delta.events.envelope import DEAD, OK, SKIP
-from cdc_delta.merger.apply import TableApplier, TableBatch, TableChanges
+from cdc_delta.merger.run import Merger, RoundResult
 from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.stream.results import BatchResult
-from cdc_delta.stream.stats import BatchStats, collect_stats
+from cdc_delta.stream.stats import collect_stats
 
 logger = logging.getLogger(__name__)
 
-
-def _table_changes(stats: BatchStats, record: StreamCommit) -> list[TableChanges]:
-    return [
-        TableChanges(
-            name=name,
-            events=stats.events_by_table[name],
-            descriptors=dict(stats.descriptors[name]),
-            truncates=stats.truncates[name],
-            record=record.for_table(name, stats.events_by_table[name], stats.max_ts_by_table.get(name)),
-        )
-        for name in sorted(stats.events_by_table)
-    ]
+OnLanding = Callable[[Landing], None]
+"""Told of each landing (a merger running beside the stream)."""
 
 
 class BatchProcessor:
     """The ``foreachBatch`` function: ``query.foreachBatch(BatchProcessor(config))``."""
 
-    def __init__(self, config: AppConfig, epoch: str | None = None) -> None:
-        """``epoch``: the checkpoint's (:mod:`.checkpoint`), part of every transaction id and commit; None
-        where there is no checkpoint (a replay of dead letters) or it predates epochs."""
+    def __init__(self, config: AppConfig, epoch: str | None = None, on_landing: OnLanding | None = None) -> None:
+        """``epoch``: the checkpoint's (:mod:`.checkpoint`), part of every landing's transaction id and
+        commit; None where there is no checkpoint (tests, tools) or it predates epochs. ``on_landing``:
+        who is told of each landing; without it, the processor runs the merger itself after each landing
+        (:attr:`merger`), merging the tables that are due."""
         self.config = config
         self.epoch = epoch or None
         self.plan = decode_plan(config)
-        self._workers: TableWorkers | None = None
-        self._applier: TableApplier | None = None
+        self.on_landing = on_landing
+        self._changelog: Changelog | None = None
+        self.merger: Merger | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
         self._decode = decoder_for(config, self.plan)
 
@@ -62,14 +56,14 @@ class BatchProcessor:
         logger.info("%s", result.summary())
 
     def process(self, batch: DataFrame, batch_id: int) -> BatchResult:
-        """Apply one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
+        """Land one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         decoding = self._decode(batch)
         try:
             stats = collect_stats(decoding.frame)
             if not stats.rows_in:
-                return BatchResult(batch_id, duration_s=time.monotonic() - t0)
+                return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=self._merge_round())
             record = StreamCommit(
                 app_id=self.config.app_id,
                 epoch=self.epoch,
@@ -78,46 +72,54 @@ class BatchProcessor:
                 max_source_ts_ms=stats.max_source_ts_ms,
                 partition_max_source_ts_ms={t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             )
-            if self._workers is None or self._applier is None:
-                self._workers = TableWorkers(batch.sparkSession, self.config.merge_concurrency)
-                self._applier = TableApplier(batch.sparkSession, self.config, self.epoch)
-            applier, shared = self._applier, TableBatch(decoding.frame, batch_id, started)
-            changes = _table_changes(stats, record)
-            tables = self._workers.map(lambda session, table: applier.apply(session, shared, table), changes)
-            parked = [(t.table, t.error or "table stopped") for t in tables if t.parked]
-            parked_count = sum(t.parked for t in tables)
-            dead_count = stats.by_status[DEAD] + parked_count
-            if dead_count:
-                self._write_dead_letters(decoding, batch_id, started, parked)
+            if self._changelog is None:
+                self._changelog = Changelog(batch.sparkSession, self.config, self.epoch)
+            descriptors = {d for table in stats.descriptors.values() for d in table}
+            landing = self._changelog.land(
+                decoding.frame, batch_id, started, record, descriptors, dict(stats.events_by_table)
+            )
+            if stats.by_status[DEAD]:
+                self._write_dead_letters(decoding, batch_id, started)
+            landed_s = time.monotonic() - t0
+            if self.on_landing is not None:
+                self.on_landing(landing)
+                merged = None
+            else:
+                merged = self._merge_round(batch, landing)
             return BatchResult(
                 batch_id=batch_id,
                 rows_in=stats.rows_in,
-                applied=stats.by_status[OK] - parked_count,
-                dead_lettered=dead_count,
+                landed=stats.by_status[OK],
+                dead_lettered=stats.by_status[DEAD],
                 skipped=stats.by_status[SKIP],
                 skips=dict(stats.skips),
-                tables=tuple(tables),
+                land_seq=None if landing.replayed else landing.land_seq,
                 offsets={t: dict(p) for t, p in stats.offsets.items()},
                 max_source_ts_ms=stats.max_source_ts_ms,
                 duration_s=time.monotonic() - t0,
+                landed_s=landed_s,
                 status_by_table={t: dict(c) for t, c in stats.status_by_table.items()},
                 max_source_ts_ms_by_table=dict(stats.max_ts_by_table),
+                merge=merged,
             )
         finally:
             decoding.release()
 
-    def _write_dead_letters(
-        self, decoding: DecodedBatch, batch_id: int, started: dt.datetime, parked: list[tuple[str, str]]
-    ) -> None:
-        reason: Column = field("reason")
-        selector = is_dead()
-        for name, why in parked:
-            is_parked = (field("status") == OK) & (field("table") == name)
-            reason = F.when(is_parked, F.lit(why)).otherwise(reason)
-            selector = selector | is_parked
-        records = decoding.frame.where(selector)
-        if parked:  # the JVM path keeps no value of the records it decoded
-            records = decoding.with_values(records)
-        rows = dead_letter_rows(records, self.config.app_id, batch_id, started, reason)
+    def _merge_round(self, batch: DataFrame | None = None, landing: Landing | None = None) -> RoundResult | None:
+        """The merger's round after a landing, where the processor runs it."""
+        if self.on_landing is not None:
+            return None
+        if self.merger is None:
+            if batch is None:
+                return None
+            self.merger = Merger(batch.sparkSession, self.config)
+        if landing is not None:
+            self.merger.landed(landing)
+        # The stream waits for it (max_delay_seconds 0: every table merged after every batch, all at once).
+        return self.merger.round(bounded=self.config.merge.max_delay_seconds > 0)
+
+    def _write_dead_letters(self, decoding: DecodedBatch, batch_id: int, started: dt.datetime) -> None:
+        records = decoding.frame.where(is_dead())
+        rows = dead_letter_rows(records, self.config.app_id, batch_id, started, field("reason"))
         txn = txn_app_id(self.config.app_id, self.epoch, "dead-letters")
         write_dead_letters(rows, self.config.storage.dead_letters, txn, batch_id)

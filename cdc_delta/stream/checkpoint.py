@@ -34,6 +34,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
+from cdc_delta.changelog.table import changelog_path
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import registry_path
 from cdc_delta.delta.workers import one_line
@@ -132,9 +133,11 @@ def _some(names: list[str], shown: int = 3) -> str:
 
 
 def _lake_written(spark: SparkSession, config: AppConfig) -> bool:
-    """Whether a stream has written this lake: its table registry or its dead letters exist, or a
+    """Whether a stream has written this lake: its changelog, table registry or dead letters exist, or a
     configured table's path holds a Delta table (a lake from before the registry)."""
     if hadoop_fs.exists(spark, registry_path(config)) or DeltaTable.isDeltaTable(spark, config.storage.dead_letters):
+        return True
+    if DeltaTable.isDeltaTable(spark, changelog_path(config)):
         return True
     return any(DeltaTable.isDeltaTable(spark, config.storage.table_path(t)) for t in config.tables)
 

@@ -1,9 +1,15 @@
-"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> Delta tables.
+"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> the changelog, and
+the merger beside it -> the Delta tables.
 
-Exactly-once by construction: Spark's checkpoint records which offsets each batch id covers, and
-the batch function's commits are idempotent per batch id, so a kill at any moment followed by a
-restart re-applies nothing twice and loses nothing. After each batch the processed offsets are also
-committed to the Kafka consumer group ``app_id`` (best effort), so standard lag tools see the stream.
+Exactly-once by construction: Spark's checkpoint records which offsets each batch id covers, and each
+landing is idempotent per batch id (and checkpoint epoch), each table's merge per landing number, so a
+kill at any moment followed by a restart re-applies nothing twice and loses nothing. After each batch
+the processed offsets are also committed to the Kafka consumer group ``app_id`` (best effort), so
+standard lag tools see the stream.
+
+The merger runs after each landing when ``merge.max_delay_seconds`` is 0, in a thread of its own
+beside the ingest otherwise, and not at all with ``merge.in_stream: false`` (``cdc-delta merge`` runs
+it apart).
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from cdc_delta.changelog.append import Landing
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
 from cdc_delta.kafka.offsets import commit_group_offsets
-from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.merger.run import BackgroundMerging, Merger, RoundResult
+from cdc_delta.stream.batch import BatchProcessor, OnLanding
 from cdc_delta.stream.checkpoint import checkpoint_location, prepare_start
 from cdc_delta.stream.results import BatchResult
 
@@ -61,11 +69,14 @@ STOP_MARKER = "cdc-delta graceful stop"
 
 
 class BatchObserver(Protocol):
-    """What is told of each batch (the stream's Prometheus metrics, :mod:`cdc_delta.metrics.stream`)."""
+    """What is told of each batch and merge round (the stream's Prometheus metrics,
+    :mod:`cdc_delta.metrics.stream`)."""
 
     def batch_done(self, result: BatchResult) -> None: ...
 
     def batch_failed(self) -> None: ...
+
+    def round_done(self, result: RoundResult) -> None: ...
 
 
 class StopRequested(RuntimeError):
@@ -83,9 +94,10 @@ class StreamBatch:
         stop_requested: threading.Event | None = None,
         metrics: BatchObserver | None = None,
         epoch: str | None = None,
+        on_landing: OnLanding | None = None,
     ) -> None:
         self.config = config
-        self.processor = BatchProcessor(config, epoch)
+        self.processor = BatchProcessor(config, epoch, on_landing)
         self.stop_requested = stop_requested or threading.Event()
         self.metrics = metrics
 
@@ -103,6 +115,42 @@ class StreamBatch:
             commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
         if self.metrics is not None:
             self.metrics.batch_done(result)
+            if result.merge is not None:
+                self.metrics.round_done(result.merge)
+
+
+class RunningStream:
+    """The started query and the merger beside it."""
+
+    def __init__(
+        self, spark: SparkSession, query: StreamingQuery, batch: StreamBatch, merging: BackgroundMerging | None
+    ) -> None:
+        self.spark = spark
+        self.query = query
+        self.batch = batch
+        self.merging = merging
+
+    def check(self) -> None:
+        """Raise the failure that ended the merger's thread, if one did."""
+        if self.merging is not None:
+            self.merging.check()
+
+    def finish(self, merge_pending: bool) -> list[RoundResult]:
+        """After the query ended: stop the merger's thread; with ``merge_pending``, merge every change
+        still pending (``--until-caught-up`` ends with every table merged)."""
+        if self.merging is not None:
+            self.merging.stop()
+            self.merging.check()
+        merger = self.merging.merger if self.merging is not None else self.batch.processor.merger
+        if merge_pending and self.batch.config.merge.in_stream:
+            if merger is None:  # nothing landed in this run: merge what earlier runs left pending
+                merger = self.batch.processor.merger = Merger(self.spark, self.batch.config)
+            results = merger.merge_all()
+            if self.batch.metrics is not None:
+                for result in results:
+                    self.batch.metrics.round_done(result)
+            return results
+        return []
 
 
 def start_stream(
@@ -112,22 +160,32 @@ def start_stream(
     available_now: bool = False,
     stop_requested: threading.Event | None = None,
     metrics: BatchObserver | None = None,
-) -> StreamingQuery:
-    """Start the streaming query: every ``trigger_interval``, or once over what is there now.
+) -> RunningStream:
+    """Start the streaming query: every ``trigger_interval``, or once over what is there now; and the
+    merger beside it where it runs in a thread of its own.
 
     Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
     is counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
     start = prepare_start(spark, config)
+    merging, on_landing = None, None
+    if not config.merge.in_stream:
+        on_landing = _not_merged
+    elif config.merge.max_delay_seconds > 0:
+        merging = BackgroundMerging(Merger(spark, config), metrics.round_done if metrics is not None else None)
+        on_landing = merging.landed
+    batch = StreamBatch(config, stop_requested, metrics, start.epoch, on_landing)
     writer = (
         kafka_source(spark, config, start.starting_offsets)
         .writeStream.queryName(config.app_id)
         .option("checkpointLocation", checkpoint_location(config))
-        .foreachBatch(StreamBatch(config, stop_requested, metrics, start.epoch))
+        .foreachBatch(batch)
     )
     writer = (
         writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
     )
     query = writer.start()
+    if merging is not None:
+        merging.start()
     logger.info(
         "stream %s started: %s -> %s (checkpoint %s, epoch %s, %s)",
         config.app_id,
@@ -137,7 +195,11 @@ def start_stream(
         start.epoch or "-",
         "until caught up" if available_now else f"every {config.trigger_interval}",
     )
-    return query
+    return RunningStream(spark, query, batch, merging)
+
+
+def _not_merged(landing: Landing) -> None:
+    """``merge.in_stream: false``: the landings are merged by ``cdc-delta merge``."""
 
 
 class GracefulStop:
@@ -162,7 +224,7 @@ class GracefulStop:
 
 
 def run_until_stopped(
-    query: StreamingQuery, stop: GracefulStop, poll_s: int = 1, watch: BrokerWatch | None = None
+    stream: RunningStream, stop: GracefulStop, poll_s: int = 1, watch: BrokerWatch | None = None
 ) -> None:
     """Wait for the query to end by itself (an error, or caught up) or for a stop request.
 
@@ -170,7 +232,8 @@ def run_until_stopped(
     is being applied (none runs, or Spark is still asking Kafka for offsets) the query is stopped at
     once. After a second signal it is stopped at once regardless. ``watch`` asks the brokers as it
     goes; once it gives up (:class:`~cdc_delta.exceptions.KafkaUnavailable`) the query is stopped and
-    the error raised."""
+    the error raised; so is a failure of the merger's thread."""
+    query = stream.query
     while query.isActive:
         if stop.requested.is_set() and (stop.signals > 1 or not _applying(query, watch)):
             _stop(query)
@@ -182,6 +245,11 @@ def run_until_stopped(
             except KafkaUnavailable:
                 _stop(query)
                 raise
+        try:
+            stream.check()
+        except BaseException:
+            _stop(query)
+            raise
         try:
             query.awaitTermination(poll_s)
         except StreamingQueryException as exc:

@@ -1,18 +1,36 @@
-"""Re-apply parked dead letters (after a stopped table was fixed, or a decoding bug was)."""
+"""Re-apply dead letters (after their cause was fixed: a config, a decoder).
+
+The records are decoded again and each table's share is merged straight into the table by the merger's
+own code (guarded by the ordering key, so the order against the changelog's changes does not matter),
+under the app id ``<app_id>.replay``: the changelog is the stream's alone, and a replay neither lands
+there nor moves a table's merged position."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 
 from delta.tables import DeltaTable
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from cdc_delta.changelog.pending import LANDED_AT, table_summaries
+from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.config import AppConfig
+from cdc_delta.decode.batch import decoder_for
+from cdc_delta.decode.decoded import field, is_dead, is_row_event, is_truncate
+from cdc_delta.decode.plan import decode_plan
+from cdc_delta.delta.commits import txn_app_id
+from cdc_delta.delta.workers import each_table
+from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
-from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.merger.apply import TableApplier, TableRound
+from cdc_delta.merger.run import RoundResult, table_work
+from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.stream.results import BatchResult
+from cdc_delta.stream.stats import collect_stats
 
 logger = logging.getLogger(__name__)
 
@@ -20,10 +38,10 @@ logger = logging.getLogger(__name__)
 def replay_dead_letters(
     spark: SparkSession, config: AppConfig, table: str | None, since: dt.datetime | None
 ) -> BatchResult:
-    """Run the dead letters (of one table, dead-lettered since a time) through the batch function again.
+    """Apply the dead letters (of one table, dead-lettered since a time) again.
 
-    Safe to repeat: the guarded MERGE ignores events not newer than what a table holds. Records that
-    still cannot be applied are dead-lettered again, under the app id ``<app_id>.replay``.
+    Safe to repeat: the guarded MERGE ignores changes not newer than what a table holds. Records that
+    still cannot be decoded are dead-lettered again, under the app id ``<app_id>.replay``.
     """
     path = config.storage.dead_letters
     if not DeltaTable.isDeltaTable(spark, path):
@@ -39,8 +57,47 @@ def replay_dead_letters(
     records = letters.select(
         "topic", "partition", "offset", F.col("kafka_timestamp").alias("timestamp"), "key", "value"
     ).dropDuplicates(["topic", "partition", "offset"])
-    replay_config = config.model_copy(update={"app_id": f"{config.app_id}.replay"})
-    batch_id = int(dt.datetime.now(dt.timezone.utc).timestamp())  # above every earlier replay's
-    result = BatchProcessor(replay_config).process(records, batch_id)
+    replay = config.model_copy(update={"app_id": f"{config.app_id}.replay"})
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.monotonic()
+    # Above every earlier replay's: each replay is a transaction version of its own for every table.
+    number = int(started.timestamp() * 1000)
+    decoding = decoder_for(replay, decode_plan(replay))(records)
+    try:
+        stats = collect_stats(decoding.frame)
+        frame = (
+            decoding.frame.where(is_row_event() | is_truncate())
+            .withColumn(LAND_SEQ, F.lit(number).cast("bigint"))
+            .withColumn(LANDED_AT, F.lit(started).cast("timestamp"))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        try:
+            names = sorted(stats.events_by_table)
+            work = table_work(replay.app_id, names, table_summaries(frame), number)
+            applier = TableApplier(spark, replay)
+            shared = TableRound(frame, number)
+            tables = each_table(
+                spark, replay.merge.concurrency, lambda session, w: applier.apply(session, shared, w), work
+            )
+        finally:
+            frame.unpersist()
+        if stats.by_status[DEAD]:
+            rows = dead_letter_rows(decoding.frame.where(is_dead()), replay.app_id, number, started, field("reason"))
+            write_dead_letters(
+                rows, config.storage.dead_letters, txn_app_id(replay.app_id, None, "dead-letters"), number
+            )
+    finally:
+        decoding.release()
+    result = BatchResult(
+        batch_id=number,
+        rows_in=stats.rows_in,
+        landed=stats.by_status[OK],
+        dead_lettered=stats.by_status[DEAD],
+        skipped=stats.by_status[SKIP],
+        skips=dict(stats.skips),
+        duration_s=time.monotonic() - t0,
+        status_by_table={t: dict(c) for t, c in stats.status_by_table.items()},
+        merge=RoundResult(number, tuple(tables), time.monotonic() - t0),
+    )
     logger.info("replay of dead letters: %s", result.summary())
     return result

@@ -7,42 +7,41 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE
-from cdc_delta.merger.apply import TableResult
+from cdc_delta.merger.run import RoundResult
 
 
 @dataclass(frozen=True)
 class BatchResult:
-    """Counts of one micro-batch. Always: rows_in == applied + dead_lettered + skipped."""
+    """Counts of one micro-batch. Always: rows_in == landed + dead_lettered + skipped."""
 
     batch_id: int
     rows_in: int = 0
-    applied: int = 0
+    landed: int = 0
+    """Changes appended to the changelog (row events and truncates)."""
     dead_lettered: int = 0
     skipped: int = 0
     skips: dict[str, int] = dc_field(default_factory=dict)
     """Skipped records by reason (tombstone, schema change, transaction marker, heartbeat, ...)."""
-    tables: tuple[TableResult, ...] = ()
+    land_seq: int | None = None
+    """The landing's number (None: nothing landed, or the batch had landed before)."""
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=dict)
     max_source_ts_ms: int | None = None
     duration_s: float = 0.0
+    landed_s: float = 0.0
+    """Time to decode and land it (the rest of ``duration_s`` is the merge round run after it)."""
     status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=dict)
     """Records per routed table (None: routed to none) and decode status (ok, dead, skip)."""
     max_source_ts_ms_by_table: dict[str, int] = dc_field(default_factory=dict)
+    merge: RoundResult | None = None
+    """The merge round run right after the landing (``merge.max_delay_seconds: 0``), if one ran."""
 
     def table_counts(self) -> dict[str | None, dict[str, int]]:
-        """Per table (None: records routed to no table): records ``in``, ``applied``,
-        ``dead_lettered`` (parked events of a stopped table included) and ``skipped``."""
-        parked = {t.table: t.parked for t in self.tables}
+        """Per table (None: records routed to no table): records ``in``, ``landed``, ``dead_lettered``
+        and ``skipped``."""
         counts = {}
         for table, by_status in self.status_by_table.items():
             ok, dead, skip = by_status.get(OK, 0), by_status.get(DEAD, 0), by_status.get(SKIP, 0)
-            held = parked.get(table, 0) if table is not None else 0
-            counts[table] = {
-                "in": ok + dead + skip,
-                "applied": ok - held,
-                "dead_lettered": dead + held,
-                "skipped": skip,
-            }
+            counts[table] = {"in": ok + dead + skip, "landed": ok, "dead_lettered": dead, "skipped": skip}
         return counts
 
     @property
@@ -50,25 +49,18 @@ class BatchResult:
         return self.skips.get(TOMBSTONE, 0)
 
     def summary(self) -> str:
-        """The one log line of a batch."""
+        """The one log line of a batch (with the merge round run after it, if one ran)."""
+        merged = f"; {self.merge.summary()}" if self.merge is not None else ""
         if not self.rows_in:
-            return f"batch {self.batch_id}: empty, nothing committed ({self.duration_s:.1f}s)"
-        parts = []
-        for t in self.tables:
-            if t.error or t.parked:
-                parts.append(f"{t.table}: {t.events} events, {t.parked} parked (stopped)")
-            elif t.merge is not None:
-                m = t.merge
-                state = "replayed, skipped" if m.replayed else f"+{m.inserted} ~{m.updated}"
-                trunc = f" truncated {t.truncated}" if t.truncated else ""
-                parts.append(f"{t.table}: {t.events} events -> {m.source_rows} keys {state}{trunc} v{m.version}")
+            return f"batch {self.batch_id}: empty, nothing landed ({self.duration_s:.1f}s){merged}"
         lag = ""
         if self.max_source_ts_ms:
             lag = f", source lag {time.time() - self.max_source_ts_ms / 1000:.1f}s"
+        where = f" (landing {self.land_seq})" if self.land_seq is not None else " (landed before, skipped)"
         return (
-            f"batch {self.batch_id}: {self.rows_in} in, {self.applied} applied, "
+            f"batch {self.batch_id}: {self.rows_in} in, {self.landed} landed{where}, "
             f"{self.dead_lettered} dead-lettered, {self.skipped} skipped{_reasons(self.skips)}"
-            f" [{'; '.join(parts)}] in {self.duration_s:.1f}s{lag}"
+            f" in {self.landed_s:.1f}s{lag}{merged}"
         )
 
 

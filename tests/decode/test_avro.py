@@ -82,6 +82,7 @@ CONFIG = {
     "app_id": "avro",
     "kafka": {"value_format": "avro"},
     "tables": [{"name": "e2e.wide", "topics": ["cap.e2e.wide"], "key": ["id"]}],
+    "merge": {"max_delay_seconds": 0},
 }
 
 
@@ -100,7 +101,7 @@ def test_bad_records_are_dead_letters_and_the_counts_reconcile(spark: Any, regis
         config = parse_config({**CONFIG, "storage": {"root": root}, "schema_registry": {"url": registry.url}})
         result = BatchProcessor(config).process(kafka_frame(spark, records + bad), 0)
         assert result.rows_in == len(records) + 3 and last > 0
-        assert result.rows_in == result.applied + result.dead_lettered + result.skipped
+        assert result.rows_in == result.landed + result.dead_lettered + result.skipped
         assert result.dead_lettered == 3 and result.skipped >= 1, result.summary()
         dead = spark.read.format("delta").load(config.storage.dead_letters).orderBy("offset").collect()
         assert [bytes(r["value"]) for r in dead] == [b[4] for b in bad]

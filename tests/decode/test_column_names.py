@@ -8,8 +8,8 @@ of 2,000 columns. The JVM path's ``_decoded`` struct must equal the reference de
 record (status, reason, table, op, ordering key, descriptor, and the row as parsed JSON), and the JVM
 must decode those records itself: a name is no reason to leave a record to the reference (which would
 make the equality prove nothing). Through ``BatchProcessor.process``, a table whose names Delta can
-hold lands with exactly those names and values; a table with a name Delta cannot hold stops alone,
-its events dead-lettered with a reason naming the column, while another table of the batch is applied.
+hold is merged with exactly those names and values; a table with a name Delta cannot hold stops alone
+with a reason naming the column, its changes pending in the changelog, while the others are merged.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cdc_delta import columns as C
+from cdc_delta.changelog.status import pending_changes
 from cdc_delta.config import parse_config
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.demo.batches import kafka_frame
@@ -244,6 +246,7 @@ def test_names_delta_holds_land_and_a_name_it_cannot_stops_only_its_table(spark:
         {
             "app_id": "names",
             "storage": {"root": str(tmp_path)},
+            "merge": {"max_delay_seconds": 0},
             "tables": [{"name": n, "topics": [f"srv.db.{t.table}"], "key": ["id"]} for n, t in tables.items()],
         }
     )
@@ -258,9 +261,9 @@ def test_names_delta_holds_land_and_a_name_it_cannot_stops_only_its_table(spark:
 
     problems = []
     for result, size in zip(results, (1, 2), strict=True):
-        expected = (len(tables) * size, len(HOLDABLE) * size, len(NOT_HOLDABLE) * size)
-        if (result.rows_in, result.applied, result.dead_lettered) != expected:
-            problems.append(f"(in, applied, dead-lettered) not {expected}: {result.summary()}")
+        expected = (len(tables) * size, len(tables) * size, 0)
+        if (result.rows_in, result.landed, result.dead_lettered) != expected:
+            problems.append(f"(in, landed, dead-lettered) not {expected}: {result.summary()}")
     for name, columns in HOLDABLE.items():
         df = spark.read.format("delta").load(config.storage.table_path(config.table(name)))
         business = [c for c in df.columns if not c.startswith(C.PREFIX)]
@@ -271,15 +274,15 @@ def test_names_delta_holds_land_and_a_name_it_cannot_stops_only_its_table(spark:
         expected_rows = [(key, *[f"v2:{c}" for c in columns]) for key in (1, 2)]
         if rows != expected_rows:
             problems.append(f"{name}: rows {rows}, expected {expected_rows}")
-    dead = spark.read.format("delta").load(config.storage.dead_letters).collect()
+    stopped = {t.table: t.error for t in results[0].merge.tables if t.error}
+    pending = pending_changes(config, {name: -1 for name in NOT_HOLDABLE})
     for name, column in NOT_HOLDABLE.items():
-        parked = [r for r in dead if r["table"] == name]
-        if len(parked) != 3:
-            problems.append(f"{name}: {len(parked)} events in the dead letters, expected 3")
-        unnamed = [r["reason"] for r in parked if repr(column) not in r["reason"]]
-        if unnamed:
-            problems.append(f"{name}: a dead letter's reason does not name the column {column!r}: {unnamed[0]}")
-    stray = sorted({r["table"] for r in dead} - set(NOT_HOLDABLE))
+        if repr(column) not in (stopped.get(name) or ""):
+            problems.append(f"{name}: not stopped with a reason naming the column {column!r}: {stopped.get(name)}")
+        if pending.get(name, {}).get("pending") != 3:
+            problems.append(f"{name}: {pending.get(name)} changes pending, expected all 3")
+    stray = sorted(set(stopped) - set(NOT_HOLDABLE))
     if stray:
-        problems.append(f"events of {stray} were dead-lettered: {[r['reason'] for r in dead if r['table'] in stray]}")
+        problems.append(f"{stray} were stopped: {[stopped[n] for n in stray]}")
+    assert not DeltaTable.isDeltaTable(spark, config.storage.dead_letters), "something was dead-lettered"
     assert not problems, "\n".join(problems)

@@ -743,13 +743,15 @@ def test_a_batch_never_fails_good_rows_land_and_the_malformed_are_dead_letters(
 def check_applied(spark: Any, root: Path, specs: list[tuple[Any, ...]]) -> None:
     cases = cases_of(specs)
     records = records_of(cases)
-    config = parse_config({"app_id": "poison", "storage": {"root": str(root)}, "tables": TABLES})
+    config = parse_config(
+        {"app_id": "poison", "storage": {"root": str(root)}, "merge": {"max_delay_seconds": 0}, "tables": TABLES}
+    )
     try:
         result = BatchProcessor(config).process(kafka_frame(spark, records), 0)
     except Exception as exc:
         raise AssertionError(f"the batch failed, holding {[c.label for c in cases]}: {exc}") from exc
     expected = Counter(c.expect for c in cases)
-    counts = (result.rows_in, result.applied, result.dead_lettered, result.skipped)
+    counts = (result.rows_in, result.landed, result.dead_lettered, result.skipped)
     assert counts == (len(cases), expected[OK], expected[DEAD], expected[SKIP]), (
         f"(in, applied, dead-lettered, skipped) {counts}, expected "
         f"{(len(cases), expected[OK], expected[DEAD], expected[SKIP])}: {result.summary()}; "

@@ -51,6 +51,7 @@ def test_every_table_the_stream_writes_opens_in_delta_rs_with_sparks_rows(spark:
             {
                 "app_id": "delta-rs",
                 "storage": {"root": root},
+                "merge": {"max_delay_seconds": 0},
                 "tables": [
                     {"name": "e2e.wide", "topics": ["cap.e2e.wide"], "key": ["id"]},
                     {"name": "shop.orders", "topics": ["dbserver1.shop.orders"], "key": ["id"]},
@@ -87,6 +88,7 @@ def test_type_widening_with_delta_s_feature_is_the_opt_in_that_delta_rs_cannot_r
             {
                 "app_id": "widen",
                 "storage": {"root": root},
+                "merge": {"max_delay_seconds": 0},
                 "type_widening": "delta_feature",
                 "tables": [{"name": "shop.orders", "topics": ["dbserver1.shop.orders"], "key": ["id"]}],
             }

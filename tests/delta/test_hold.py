@@ -61,6 +61,7 @@ def _config(tmp_path: Path):  # type: ignore[no-untyped-def]
         {
             "app_id": "cdc",
             "storage": {"root": str(tmp_path)},
+            "merge": {"max_delay_seconds": 0},
             "maintenance": {"stream_hold_max_seconds": 45},
             "tables": [{"name": "shop.orders", "topics": ["t"], "key": ["id"]}],
         }
@@ -79,7 +80,7 @@ def test_maintenance_holds_the_stream_only_after_losing_races(tmp_path: Path, mo
             raise RuntimeError(CONFLICT)
         return "committed"
 
-    assert commands.beside_stream(optimize, "OPTIMIZE shop.orders", config, config.tables[0]) == "committed"
+    assert commands.beside_stream(optimize, "OPTIMIZE shop.orders", config, config.tables[0].name) == "committed"
     races = commands.RACES_BEFORE_HOLD
     assert attempts == [False] * races + [True, True]
     assert not hold.exists()  # released after the commit
@@ -99,12 +100,12 @@ def test_the_hold_deadline_comes_from_config_and_other_errors_take_no_hold(
             return
         raise RuntimeError(CONFLICT)
 
-    commands.beside_stream(optimize, "OPTIMIZE shop.orders", config, config.tables[0])
+    commands.beside_stream(optimize, "OPTIMIZE shop.orders", config, config.tables[0].name)
     assert len(deadlines) == 1 and 40 < deadlines[0] <= 45
 
     def broken() -> None:
         raise RuntimeError("[PATH_NOT_FOUND] no such table")
 
     with pytest.raises(RuntimeError, match="PATH_NOT_FOUND"):
-        commands.beside_stream(broken, "OPTIMIZE shop.orders", config, config.tables[0])
+        commands.beside_stream(broken, "OPTIMIZE shop.orders", config, config.tables[0].name)
     assert not hold.exists()

@@ -11,12 +11,12 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import parse_config
-from cdc_delta.delta.commits import Commit, StreamCommit, delta_transaction
 from cdc_delta.delta.snapshot_log import log_path, published_all
 from cdc_delta.delta.tables import create_table, table_schema
 from cdc_delta.exceptions import SnapshotError
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.run import run_snapshot
+from tests.delta_rows import write_as_merged
 
 DAY = dt.date(2026, 3, 1)
 BUSINESS = (("id", "bigint"), ("name", "string"))
@@ -40,23 +40,14 @@ def test_one_log_commit_for_the_published_tables_when_one_fails(spark, tmp_path:
         C.DELETED: F.lit(False),
         C.SOURCE_TS: F.timestamp_millis(F.lit(PAST_CUTOFF_MS - 86_400_000)),
     }
+    frames = {}
     for name in names:
-        path = config.storage.table_path(config.table(name))
-        create_table(spark, path, BUSINESS)
+        create_table(spark, config.storage.table_path(config.table(name)), BUSINESS)
         key = values["id"] if name == "log.dup" else F.col("id")
-        rows = spark.range(25).select(
+        frames[name] = spark.range(25).select(
             *[{**values, "id": key}.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
         )
-        topic = f"snaplog.{name}"
-        record = StreamCommit(
-            "snaplog",
-            0,
-            table=name,
-            offsets={topic: {"0": 25}},
-            partition_max_source_ts_ms={topic: {"0": PAST_CUTOFF_MS}},
-        )
-        with delta_transaction(spark, Commit(f"snaplog:{name}", record)):
-            rows.write.format("delta").mode("append").save(path)
+    write_as_merged(spark, config, frames, {f"snaplog.{n}": {"0": PAST_CUTOFF_MS} for n in names})
     before = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").count() if Path(log_path(config)).exists() else 0
 
     with pytest.raises(SnapshotError, match="log.dup holds 5 duplicate key"):

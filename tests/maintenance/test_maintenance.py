@@ -51,6 +51,7 @@ def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:
         {
             "app_id": "m",
             "storage": {"root": str(tmp_path)},
+            "merge": {"max_delay_seconds": 0},
             "tables": [{"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]}],
             "maintenance": {
                 "vacuum_retention_hours": 0,
@@ -137,6 +138,7 @@ def test_vacuum_keeps_what_time_travel_within_retention_needs(spark, tmp_path: P
         {
             "app_id": "m",
             "storage": {"root": str(tmp_path)},
+            "merge": {"max_delay_seconds": 0},
             "tables": [{"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]}],
             "maintenance": {"vacuum_retention_hours": 1, "allow_short_retention": True},
         }
@@ -147,7 +149,7 @@ def test_vacuum_keeps_what_time_travel_within_retention_needs(spark, tmp_path: P
     def merge(batch_id: int, keys: range) -> int:
         op = "c" if batch_id in (0, 3) else "u"
         records = [rec(10 * batch_id + i, op, key, T0) for i, key in enumerate(keys)]  # qty = offset
-        result = processor.process(kafka_frame(spark, records), batch_id).tables[0].merge
+        result = processor.process(kafka_frame(spark, records), batch_id).merge.tables[0].merge
         assert result is not None and result.version is not None
         return result.version
 

@@ -13,7 +13,7 @@ from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.stream.batch import BatchProcessor
-from tests.delta_rows import batch_ids_per_commit
+from tests.delta_rows import landings_per_commit
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 ROOT = Path(__file__).parents[2]
@@ -36,6 +36,7 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
             {
                 "app_id": "maint",
                 "storage": {"root": str(tmp_path / "lake")},
+                "merge": {"max_delay_seconds": 0},
                 "spark": {"master": "local[1]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
                 "tables": demo_tables(),
                 # Tombstones stay (the generator stamps January 2026): this test compares them all.
@@ -91,7 +92,7 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
         assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(live)
         assert {k for k, r in rows.items() if r["_cdc_deleted"]} == deleted
         assert all(rows[k]["amount"] == v["amount"] for k, v in live.items())
-        ids = batch_ids_per_commit(spark, path)
+        ids = landings_per_commit(spark, path)
         assert ids == sorted(set(ids)), f"a batch was merged twice into {name}"
         files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["numFiles"]
         assert files <= 2, f"{name} has {files} files after the final OPTIMIZE"

@@ -1,5 +1,6 @@
-"""Property test: for any messy stream cut into any batches, every Delta table equals the oracle; the
-same generated histories as JSON and as Avro (Confluent wire format, through the stand-in registry)."""
+"""Property test: for any messy stream cut into any batches, landed and merged in any interleaving (each
+table merged after any batch, or later), every Delta table equals the oracle; the same generated
+histories as JSON and as Avro (Confluent wire format, through the stand-in registry)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cdc_delta.config import parse_config
 from cdc_delta.demo.avro_encoding import AvroEncoder
 from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.merger.rebuild import rebuild_table
+from cdc_delta.merger.run import Merger
 from cdc_delta.stream.batch import BatchProcessor
-from tests.delta_rows import batch_ids_per_commit, read_canonical
+from tests.delta_rows import landings_per_commit, read_canonical
 from tests.oracle import Delivery, Oracle
 from tests.registry import StandInRegistry
 from tests.streams import CONFIG, KEYS, SHARD_KEYED, delivered_batches
@@ -45,9 +49,9 @@ SETTINGS = settings(
 
 
 @SETTINGS
-@given(batches=delivered_batches())
-def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]]) -> None:
-    assert_equal_the_oracle(spark, batches)
+@given(batches=delivered_batches(), timing=st.data())
+def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]], timing: st.DataObject) -> None:
+    assert_equal_the_oracle(spark, batches, timing=timing)
 
 
 @settings(SETTINGS, max_examples=6)
@@ -60,38 +64,65 @@ def test_avro_delta_tables_equal_the_oracle(
     assert_equal_the_oracle(spark, batches, encode, avro)
 
 
+@settings(SETTINGS, max_examples=4)
+@given(batches=delivered_batches())
+def test_tables_rebuilt_from_the_changelog_equal_the_oracle(spark, batches: list[list[Delivery]]) -> None:
+    assert_equal_the_oracle(spark, batches, rebuild=True)
+
+
 def assert_equal_the_oracle(
     spark,
     batches: list[list[Delivery]],
     encode: Callable[[str, bytes | None], bytes | None] | None = None,
     overrides: dict[str, Any] | None = None,
+    timing: st.DataObject | None = None,
+    rebuild: bool = False,
 ) -> None:
+    """``timing``: draws which tables are merged after each batch (the rest wait); without it, every
+    table is merged after every batch (``max_delay_seconds: 0``). ``rebuild``: then every table is
+    rebuilt from the changelog (``cdc-delta rebuild``) and compared again."""
     root = tempfile.mkdtemp(prefix="cdc-prop-")
     try:
-        config = parse_config({**CONFIG, **(overrides or {}), "storage": {"root": root}})
-        processor = BatchProcessor(config)
+        merge = {"max_delay_seconds": 0 if timing is None else 3600}
+        config = parse_config({**CONFIG, **(overrides or {}), "storage": {"root": root}, "merge": merge})
+        merger = Merger(spark, config) if timing is not None else None
+        processor = BatchProcessor(config, on_landing=merger.landed if merger is not None else None)
+        names = sorted(t.name for t in config.tables)
+        # Drawn before anything runs, so that a failure part-way does not change what is drawn.
+        merged_after = [sorted(timing.draw(st.sets(st.sampled_from(names)))) for _ in batches] if timing else []
         oracle = Oracle(KEYS, SHARD_KEYED)
         dead_total = 0
         for batch_id, batch in enumerate(batches):
             result = processor.process(kafka_frame(spark, records(batch, encode)), batch_id)
+            if merger is not None:
+                merger.merge_tables(merged_after[batch_id])
             oracle.apply_batch(batch)
             expected = {s: sum(d.expect == s for d in batch) for s in ("ok", "dead", "skip")}
-            assert (result.rows_in, result.applied, result.dead_lettered, result.skipped) == (
+            assert (result.rows_in, result.landed, result.dead_lettered, result.skipped) == (
                 len(batch),
                 expected["ok"],
                 expected["dead"],
                 expected["skip"],
             ), result.summary()
             dead_total += expected["dead"]
+        if merger is not None:
+            merger.merge_all()
         for table in config.tables:
             path = config.storage.table_path(table)
             if not any(oracle.tables[table.name].values()) and not os.path.exists(path):
                 continue
+            if rebuild:
+                rebuilt = rebuild_table(spark, config, table.name)
+                assert rebuilt.replaced is not None and os.path.exists(rebuilt.replaced)
             columns, actual = read_canonical(spark, path)
-            assert actual == oracle.rows(
+            expected = oracle.rows(
                 table.name, [*columns, "_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table"]
             )
-            ids = batch_ids_per_commit(spark, path)
+            differ = [(a, e) for a, e in zip(actual, expected, strict=False) if a != e][:3]
+            assert actual == expected, (
+                f"{table.name}: {len(actual)} rows vs {len(expected)}; first differences {differ}"
+            )
+            ids = landings_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.name}: {ids}"
         if dead_total:
             dead = spark.read.format("delta").load(config.storage.dead_letters)

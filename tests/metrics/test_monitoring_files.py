@@ -15,6 +15,8 @@ from cdc_delta.kafka.offsets import PartitionLag
 from cdc_delta.maintenance.run import MaintenanceReport, TableReport
 from cdc_delta.merger.apply import TableResult
 from cdc_delta.merger.merge import MergeResult
+from cdc_delta.merger.run import RoundResult
+from cdc_delta.merger.schedule import Pending
 from cdc_delta.metrics.stream import StreamMetrics
 from cdc_delta.metrics.textfile import job_metrics
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot
@@ -42,10 +44,18 @@ def exported(tmp_path: Path) -> set[str]:
         BatchResult(
             1,
             rows_in=1,
-            applied=1,
-            tables=(TableResult("db.t", 1, MergeResult("db.t", version=3)),),
+            landed=1,
+            land_seq=1,
             status_by_table={"db.t": {"ok": 1}},
             max_source_ts_ms_by_table={"db.t": 1},
+        )
+    )
+    metrics.round_done(
+        RoundResult(
+            1,
+            (TableResult("db.t", 1, MergeResult("db.t", version=3)),),
+            pending={"db.t": Pending(events=2, oldest_landed_at=1.0, newest_seq=2)},
+            finished_at=5.0,
         )
     )
     names = set(samples(generate_latest(metrics.registry).decode()))

@@ -26,8 +26,8 @@ from tests.services import wait_for, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-LINE = re.compile(r"batch (\d+): (\d+) in, (\d+) applied, (\d+) dead-lettered, (\d+) skipped")
-TABLE_PART = re.compile(r"([\w.]+): (\d+) events")
+LINE = re.compile(r"batch (\d+): (\d+) in, (\d+) landed \([^)]*\), (\d+) dead-lettered, (\d+) skipped")
+TABLE_PART = re.compile(r"([\w.]+): (\d+) changes")
 
 
 def scrape(port: int) -> dict[str, dict[tuple, float]]:
@@ -59,11 +59,14 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
     data = yaml.safe_load(path.read_text())
     data["metrics"] = {"port": 0, "host": "127.0.0.1", "lag_refresh_seconds": 1, "unhealthy_after_seconds": 600}
     path.write_text(yaml.safe_dump(data))
+    data["merge"] = {"max_delay_seconds": 0}  # every batch merged after it lands: its line counts both
+    path.write_text(yaml.safe_dump(data))
     config = load_config(path, env={})
     metrics = StreamMetrics(config)
     endpoint = MetricsServer(config, metrics)
     caplog.set_level(logging.INFO, logger="cdc_delta.stream.query")
-    query = start_stream(spark, config, metrics=metrics)
+    stream = start_stream(spark, config, metrics=metrics)
+    query = stream.query
     endpoint.start(query)
     try:
         wait_for(lambda: events(scrape(endpoint.port), "in") == records, 300, "every record counted")
@@ -81,18 +84,19 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
         assert got["cdc_delta_batches_total"][(("result", "failed"),)] == 0
         assert got["cdc_delta_batch_duration_seconds_count"][()] == len(lines)
         assert got["cdc_delta_last_batch_id"][()] == max(int(m[1]) for m in lines)
-        for i, outcome in enumerate(("in", "applied", "dead_lettered", "skipped"), start=2):
+        for i, outcome in enumerate(("in", "landed", "dead_lettered", "skipped"), start=2):
             assert events(got, outcome) == sum(int(m[i]) for m in lines), outcome
         assert events(got, "dead_lettered", UNROUTED) == 1  # the record that is not JSON
         assert events(got, "skipped") > 0  # tombstones
         per_table: dict[str, int] = defaultdict(int)
         for text in texts:
-            for name, n in TABLE_PART.findall(text.split("[", 1)[1]):
+            for name, n in TABLE_PART.findall(text.split("; merge through", 1)[1]):
                 per_table[name] += int(n)
         assert set(per_table) == {"inventory.orders", "shop.orders"}
         for table in config.tables:
             label = (("table", table.name),)
-            assert events(got, "applied", table.name) == per_table[table.name]
+            assert events(got, "landed", table.name) == per_table[table.name]  # each change merged once
+            assert got["cdc_delta_table_pending_changes"][label] == 0
             version = DeltaTable.forPath(spark, config.storage.table_path(table)).history(1).first()["version"]
             assert got["cdc_delta_table_version"][label] == version
             assert got["cdc_delta_table_stopped"][label] == 0

@@ -1,4 +1,4 @@
-"""Readiness (Checkdone): where the stream passed the cut-off, from recorded batch positions."""
+"""Readiness (Checkdone): where the stream passed the cut-off, from the positions its landings recorded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from cdc_delta.snapshot.readiness import (
     batch_positions,
     check_readiness,
     cutoff_for,
-    version_at_batch,
 )
 
 CUTOFF = dt.datetime(2026, 3, 2, tzinfo=dt.timezone.utc)
@@ -45,16 +44,16 @@ def test_ready_at_the_first_batch_where_every_partition_passed() -> None:
         batch(4, a0=(30, MS + 900), a1=(15, MS + 900)),
     ]
     ready = check_readiness(batches, CUTOFF, None, CUTOFF, GRACE)
-    assert ready.ready and ready.batch_id == 3
+    assert ready.ready and ready.land_seq == 3
     assert ready.positions == {"a": {"0": 20, "1": 12}}
-    assert "passed the cut-off 2026-03-02T00:00:00+00:00 at batch 3" in ready.describe()
+    assert "passed the cut-off 2026-03-02T00:00:00+00:00 at landing 3" in ready.describe()
 
 
 def test_not_ready_names_the_partitions_still_before_the_cut_off() -> None:
     batches = [batch(0, a0=(10, MS + 1), a1=(4, MS - 900))]
     kafka = {A0: KafkaPosition(11, 11), A1: KafkaPosition(9, 5), B0: KafkaPosition(0, None)}
     ready = check_readiness(batches, CUTOFF, kafka, CUTOFF + dt.timedelta(hours=1), GRACE)
-    assert not ready.ready and ready.batch_id is None
+    assert not ready.ready and ready.land_seq is None
     assert ready.waiting_on == ["a[1]: no event at or after the cut-off read yet, 4 record(s) not read"]
     assert "has not passed the cut-off" in ready.describe()
 
@@ -65,23 +64,23 @@ def test_a_quiet_partition_read_to_the_end_passes_after_the_grace_period() -> No
     early = check_readiness(batches, CUTOFF, kafka, CUTOFF + dt.timedelta(minutes=5), GRACE)
     assert not early.ready and "read to the end but quiet" in early.waiting_on[0]
     late = check_readiness(batches, CUTOFF, kafka, CUTOFF + dt.timedelta(minutes=20), GRACE)
-    # a1's last events were read in batch 2, so the snapshot must include batch 2.
-    assert late.ready and late.batch_id == 2 and late.idle == ["a[1]"]
+    # a1's last events were read in landing 2, so the snapshot must include landing 2.
+    assert late.ready and late.land_seq == 2 and late.idle == ["a[1]"]
     # Without Kafka a quiet partition cannot be told from a stream that is behind.
     assert not check_readiness(batches, CUTOFF, None, CUTOFF + dt.timedelta(days=1), GRACE).ready
 
 
-def commit(version: int, batch_id: int, **meta: Any) -> AppCommit:
-    return AppCommit(version, CUTOFF, "MERGE", StreamCommit("x", batch_id, **meta), {})
+def landing(version: int, land_seq: int, **meta: Any) -> AppCommit:
+    record = StreamCommit("x", batch_id=land_seq % 3, land_seq=land_seq, operation="land", **meta)
+    return AppCommit(version, CUTOFF, "WRITE", record, {})
 
 
-def test_batch_positions_merge_the_tables_commits_and_table_version_picks_the_last_at_or_before() -> None:
+def test_batch_positions_are_the_landings_in_order_whatever_their_batch_ids() -> None:
     offsets = {"offsets": {"a": {"0": 5}}, "partition_max_source_ts_ms": {"a": {"0": MS}}}
-    # version 6: a commit of a batch that read no records (no offsets), which holds no position
-    table_a = [commit(7, 4, **offsets), commit(6, 3), commit(5, 2, **offsets), commit(3, 1, **offsets)]
-    table_b = [commit(2, 4, **offsets), commit(1, 3, **offsets)]
-    positions = batch_positions([*table_a, *table_b])
-    assert [p.batch_id for p in positions] == [1, 2, 3, 4]
+    # newest first, as the changelog's history reads; batch ids restart with a new checkpoint
+    commits = [landing(9, 7, **offsets), landing(8, 6), landing(6, 5, **offsets), landing(5, 2, **offsets)]
+    merge = AppCommit(7, CUTOFF, "MERGE", StreamCommit("x", land_seq=6, table="t", operation="merge"), {})
+    positions = batch_positions([*commits, merge])
+    assert [p.land_seq for p in positions] == [2, 5, 6, 7]
     assert positions[0].offsets == {A0: 5} and positions[0].source_ts_ms == {A0: MS}
-    assert version_at_batch(table_a, 3) == 5 and version_at_batch(table_a, 4) == 7
-    assert version_at_batch(table_a, 0) is None and version_at_batch(table_a, None) is None
+    assert positions[2].offsets == {}  # a landing that read no partition's records holds no position

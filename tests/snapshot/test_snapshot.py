@@ -56,6 +56,7 @@ def make_config(root: Path, database: str, maintenance: dict[str, Any] | None = 
         {
             "app_id": "snap",
             "storage": {"root": str(root)},
+            "merge": {"max_delay_seconds": 0},
             "tables": [
                 {
                     "name": "inventory.orders",

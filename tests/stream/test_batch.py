@@ -14,7 +14,7 @@ from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.stream.batch import BatchProcessor
-from tests.delta_rows import batch_ids_per_commit, read_canonical
+from tests.delta_rows import landings_per_commit, read_canonical
 
 pytestmark = pytest.mark.spark
 
@@ -31,6 +31,7 @@ def make_config(root: Path, **extra: object):
                 {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
                 {"name": "inventory.other", "topics": ["srv.inventory.other"], "key": ["id"]},
             ],
+            "merge": {"max_delay_seconds": 0},
             **extra,
         }
     )
@@ -56,20 +57,26 @@ def test_latest_per_key_keeps_the_greatest_seq(spark) -> None:
         latest_per_key(df, [])
 
 
-def test_replaying_a_batch_id_commits_nothing(spark, tmp_path: Path) -> None:
+def test_replaying_a_batch_id_lands_and_commits_nothing(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
     processor = BatchProcessor(config)
     batch = [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "u", {"id": 1, "qty": 2}, 200)]
     first = processor.process(kafka_frame(spark, batch), 0)
     path = config.storage.table_path(config.table("inventory.items"))
+    changelog = f"{tmp_path}/_cdc_changelog"
     version = DeltaTable.forPath(spark, path).history(1).first()["version"]
+    landed = DeltaTable.forPath(spark, changelog).history(1).first()["version"]
     again = processor.process(kafka_frame(spark, batch), 0)
-    assert first.tables[0].merge.replayed is False and again.tables[0].merge.replayed is True
+    assert first.land_seq == 1 and again.land_seq is None  # version 0 of the changelog is its creation
+    assert first.merge.tables[0].merge.version == version and again.merge is None  # nothing pending
     assert DeltaTable.forPath(spark, path).history(1).first()["version"] == version
-    assert batch_ids_per_commit(spark, path) == [0]
+    assert DeltaTable.forPath(spark, changelog).history(1).first()["version"] == landed
+    assert spark.read.format("delta").load(changelog).count() == 2
+    assert landings_per_commit(spark, path) == [1]
     assert [r["qty"] for r in table_rows(spark, config, "inventory.items")] == [2]
-    meta = json.loads(DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").first()["userMetadata"])
-    assert meta["offsets"] == {"srv.inventory.items": {"0": 1}} and meta["batch_id"] == 0
+    history = DeltaTable.forPath(spark, changelog).history().where("operation = 'WRITE'")
+    meta = json.loads(history.first()["userMetadata"])
+    assert meta["offsets"] == {"srv.inventory.items": {"0": 1}} and meta["batch_id"] == 0 and meta["land_seq"] == 1
 
 
 def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> None:
@@ -102,7 +109,7 @@ def test_delete_then_reinsert_revives_and_unknown_delete_is_a_tombstone(spark, t
 def test_empty_batch_commits_nothing(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
     result = BatchProcessor(config).process(kafka_frame(spark, []), 0)
-    assert result.rows_in == 0 and "empty, nothing committed" in result.summary()
+    assert result.rows_in == 0 and "empty, nothing landed" in result.summary()
     assert not any(tmp_path.iterdir())
 
 
@@ -118,27 +125,34 @@ def test_new_column_appears_and_dropped_column_gets_nulls(spark, tmp_path: Path)
     assert [(r["id"], r["qty"], r["color"]) for r in rows] == [(1, 1, None), (2, 3, None)]
 
 
+def merged(result, name: str):
+    """The table's share of the merge round run after a batch."""
+    return next(t for t in result.merge.tables if t.table == name)
+
+
 def test_incompatible_type_change_stops_only_that_table(spark, tmp_path: Path) -> None:
+    from cdc_delta.changelog.status import pending_changes
+
     config = make_config(tmp_path)
     processor = BatchProcessor(config)
     processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
     changed = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "string")))
     batch = [rec(changed, 1, "u", {"id": 1, "qty": "lots"}, 200), rec(OTHER, 0, "c", {"id": 5, "note": "hi"}, 210)]
     result = processor.process(kafka_frame(spark, batch), 1)
-    assert result.dead_lettered == 1 and result.applied == 1
+    assert result.dead_lettered == 0 and result.landed == 2
+    assert (
+        "table inventory.items: column 'qty' changed type from int to string" in merged(result, "inventory.items").error
+    )
+    assert merged(result, "inventory.other").error is None
     assert [r["note"] for r in table_rows(spark, config, "inventory.other")] == ["hi"]
     assert [r["qty"] for r in table_rows(spark, config, "inventory.items")] == [1]
-    dead = spark.read.format("delta").load(config.storage.dead_letters).collect()
-    assert len(dead) == 1 and dead[0]["table"] == "inventory.items" and dead[0]["offset"] == 1
-    assert "table inventory.items: column 'qty' changed type from int to string" in dead[0]["reason"]
-    # Raw bytes kept, byte for byte (the JVM decoder drops values; parking reads them again).
-    assert (bytes(dead[0]["key"]), bytes(dead[0]["value"])) == batch[0][3:]
-    # Later events of the stopped table are parked too, even compatible ones; others keep flowing.
-    parked = rec(ITEMS, 2, "u", {"id": 1, "qty": 2}, 300)
-    later = processor.process(kafka_frame(spark, [parked]), 2)
-    assert later.dead_lettered == 1 and "is stopped" in later.tables[0].error
-    dead = spark.read.format("delta").load(config.storage.dead_letters).where("batch_id = 2").collect()
-    assert [(r["offset"], bytes(r["key"]), bytes(r["value"])) for r in dead] == [(2, *parked[3:])]
+    # Later changes of the stopped table stay pending too, even compatible ones; nothing is dropped.
+    later = processor.process(kafka_frame(spark, [rec(ITEMS, 2, "u", {"id": 1, "qty": 2}, 300)]), 2)
+    assert later.landed == 1 and later.merge is None  # the stopped table is not merged
+    path = config.storage.table_path(config.table("inventory.items"))
+    assert landings_per_commit(spark, path) == [1]
+    assert pending_changes(config, {"inventory.items": 1})["inventory.items"]["pending"] == 2
+    assert not DeltaTable.isDeltaTable(spark, config.storage.dead_letters)
 
 
 def test_widening_follows_int_to_bigint(spark, tmp_path: Path) -> None:
@@ -169,7 +183,7 @@ def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) 
     result = processor.process(
         kafka_frame(spark, [rec(ITEMS, 2, "t", None, 200), rec(ITEMS, 3, "c", {"id": 2, "qty": 20}, 300)]), 1
     )
-    assert result.tables[0].truncated == 1
+    assert merged(result, "inventory.items").truncated == 1
     rows = {r["id"]: r for r in table_rows(spark, config, "inventory.items")}
     assert rows[1]["_cdc_deleted"] and rows[1]["_cdc_op"] == "t"
     assert not rows[2]["_cdc_deleted"] and rows[2]["qty"] == 20
@@ -192,6 +206,7 @@ def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> Non
                         "columns": {"id": "bigint", "qty": qty_type},
                     }
                 ],
+                "merge": {"max_delay_seconds": 0},
             }
         )
 
@@ -201,12 +216,12 @@ def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> Non
         rec(ITEMS, 1, "c", {"id": 2, "qty": 3}, 20, with_schema=False),
     ]
     first = BatchProcessor(config_with("int")).process(kafka_frame(spark, records), 0)
-    assert (first.applied, first.dead_lettered) == (1, 1)
+    assert (first.landed, first.dead_lettered) == (1, 1)
     fixed = config_with("double")
     with pytest.raises(ConfigError, match="no table named 'nope'"):
         replay_dead_letters(spark, fixed, "nope", None)
     again = replay_dead_letters(spark, fixed, "inventory.items", None)
-    assert (again.rows_in, again.applied, again.dead_lettered) == (1, 1, 0)
+    assert (again.rows_in, again.landed, again.dead_lettered) == (1, 1, 0)
     rows = {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")}
     assert rows == {1: 7.5, 2: 3.0}  # the int column was widened to double to take the fix
     replay_dead_letters(spark, fixed, None, None)  # replaying twice changes nothing

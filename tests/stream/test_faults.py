@@ -206,14 +206,12 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     lk.runs["status"] = cli(config, "status")
 
     # 4. Recovery as the messages say: the lost files restored and the table resumed; the deleted
-    # table restored from its backup; a restart; the parked events replayed.
+    # table restored from its backup; a restart merges what stayed pending.
     for data in lost_files.iterdir():
         shutil.move(data, broken_path / data.name)
     lk.runs["resume"] = cli(config, "resume-table", "--table", "db.broken")
     shutil.copytree(folder / "gone-backup", gone_path)
     lk.runs["restored"] = stream(proc)
-    lk.runs["replay_broken"] = cli(config, "replay-dead-letters", "--table", "db.broken")
-    lk.runs["replay_gone"] = cli(config, "replay-dead-letters", "--table", "db.gone")
     lk.runs["last"] = stream(proc)
     yield lk
 
@@ -239,19 +237,24 @@ def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake:
     assert stopped, run.log[-3000:]
     assert "does not exist" in stopped[0] or "FileNotFound" in stopped[0], stopped[0]
     assert stopped[0].endswith(
-        "The table is stopped and its events are parked in the dead letters; fix the cause, then `cdc-delta "
-        "resume-table --table db.broken` and `cdc-delta replay-dead-letters --table db.broken` (2 events parked)"
+        "The table is stopped and its changes stay pending in the changelog; fix the cause, then `cdc-delta "
+        "resume-table --table db.broken` and restart the stream: it merges them (2 changes pending)"
     )
     status = lake.runs["status"]
     assert status.code == 0 and "stopped: db.broken: table db.broken failed: " in status.log, status.log
     assert "unreadable: db.broken: " in status.log and "not found" in status.log, status.log
-    # The failing table did not fail the batch: the other tables were applied in it.
+    # Its changes stay pending, and those of db.braces and of the deleted table (all 5 of its changes: no
+    # table holds any); status counts them.
+    assert "merges: 8 changes pending in 3 tables" in status.log, status.log
+    # The failing table did not fail the merge of the others.
     assert lake.seen["faults_good"][0][4] == {"id": 4, "name": "g4"}
     resume = lake.runs["resume"]
     assert resume.code == 0, resume.log
     assert "table db.broken: stopped flag cleared (it was: table db.broken failed: " in resume.log
-    assert lake.runs["replay_broken"].code == 0, lake.runs["replay_broken"].log
+    assert lake.runs["restored"].code == 0, lake.runs["restored"].log[-3000:]
     assert table_rows(spark, lake.cfg, "db.broken") == expected(lake.src, BROKEN)
+    # Nothing went to the dead letters but the poison record.
+    assert lake.seen["first_dead"] == 1 and len(dead_letters(spark, lake.cfg)) == 1
 
 
 def test_a_table_deleted_under_the_stream_is_not_recreated(spark: Any, lake: Lake) -> None:
@@ -260,12 +263,12 @@ def test_a_table_deleted_under_the_stream_is_not_recreated(spark: Any, lake: Lak
     line = next(line for line in run.log.splitlines() if "table db.gone was deleted under the stream" in line)
     assert f"no Delta table at {lake.cfg.storage.table_path(lake.cfg.table('db.gone'))} now): it is stopped" in line
     assert line.endswith(
-        "the stream then goes on by itself; replay the parked events with `cdc-delta replay-dead-letters --table "
-        "db.gone`), or accept the loss with `cdc-delta resume-table --table db.gone` and re-read the table from the "
-        "source (Debezium's execute-snapshot signal) before replaying the parked events (2 events parked)"
+        "the stream then goes on by itself after a restart, merging what stayed pending), or accept the loss with "
+        "`cdc-delta resume-table --table db.gone` (the table is then made anew from the changes the changelog still "
+        "holds) and re-read the table from the source (Debezium's execute-snapshot signal) (2 changes pending)"
     ), line
-    # Restored from its backup, the table goes on by itself; its parked events replay.
-    assert lake.runs["restored"].code == 0 and lake.runs["replay_gone"].code == 0, lake.runs["replay_gone"].log
+    # Restored from its backup, the table goes on by itself: its pending changes are merged.
+    assert lake.runs["restored"].code == 0, lake.runs["restored"].log[-3000:]
     assert table_rows(spark, lake.cfg, "db.gone") == expected(lake.src, GONE)
 
 
@@ -273,11 +276,9 @@ def test_any_column_name_decodes_or_stops_only_its_table(spark: Any, lake: Lake)
     assert table_rows(spark, lake.cfg, "db.names") == expected(lake.src, NAMES)
     columns = spark.read.format("delta").load(lake.cfg.storage.table_path(lake.cfg.table("db.names"))).columns
     assert columns[: len(ODD) + 1] == ["id", *ODD]
-    parked = [r for r in dead_letters(spark, lake.cfg) if r["table"] == "db.braces"]
-    assert len(parked) == 1
-    assert parked[0]["reason"].startswith(
-        "table db.braces: source column '{text}' has characters a Delta column name cannot hold ('{' '}')"
-    )
+    first = lake.runs["first"].log
+    assert "table db.braces: source column '{text}' has characters a Delta column name cannot hold ('{' '}')" in first
+    assert "stopped: db.braces: table db.braces: source column '{text}'" in lake.runs["status"].log
 
 
 def test_after_the_faults_the_lake_equals_the_source_and_a_restart_changes_nothing(spark: Any, lake: Lake) -> None:

@@ -17,7 +17,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
 from cdc_delta.stream.batch import BatchProcessor
-from tests.delta_rows import batch_ids_per_commit
+from tests.delta_rows import landings_per_commit
 
 pytestmark = pytest.mark.spark
 
@@ -54,13 +54,14 @@ def test_many_tables_merged_concurrently_equal_the_source(spark: Any, delivered:
     root = tempfile.mkdtemp(prefix="cdc-many-")
     try:
         tables = [{"name": f"{t.db}.{t.table}", "topics": [topic_of(t)], "key": ["id"]} for t in TABLES]
-        config = parse_config({"app_id": "many", "storage": {"root": root}, "merge_concurrency": 4, "tables": tables})
+        merge = {"concurrency": 4, "max_delay_seconds": 0}
+        config = parse_config({"app_id": "many", "storage": {"root": root}, "merge": merge, "tables": tables})
         processor = BatchProcessor(config)
         for batch_id, batch in enumerate(batches):
             result = processor.process(kafka_frame(spark, batch), batch_id)
             assert result.dead_lettered == 0 and result.rows_in == len(batch), result.summary()
         replay = processor.process(kafka_frame(spark, batches[-1]), len(batches) - 1)  # after a crash
-        assert all(t.merge is not None and t.merge.replayed for t in replay.tables), replay.summary()
+        assert replay.land_seq is None and replay.merge is None, replay.summary()  # landed once, merged once
 
         for table in TABLES:
             path = config.storage.table_path(config.table(f"{table.db}.{table.table}"))
@@ -70,7 +71,7 @@ def test_many_tables_merged_concurrently_equal_the_source(spark: Any, delivered:
             assert {k for k, r in rows.items() if r["_cdc_deleted"]} == source.deleted[(table.db, table.table)]
             for key, expected in source.rows[(table.db, table.table)].items():
                 assert (rows[key]["amount"], rows[key]["status"]) == (expected["amount"], expected["status"])
-            ids = batch_ids_per_commit(spark, path)
+            ids = landings_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.table}: {ids}"
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -20,7 +20,7 @@ from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
 from cdc_delta.kafka.offsets import partition_lag
-from tests.delta_rows import batch_ids_per_commit
+from tests.delta_rows import landings_per_commit
 from tests.services import StreamProcess, free_port, wait_for, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -95,7 +95,7 @@ def test_kill_9_five_times_loses_and_duplicates_nothing(spark, kafka_bootstrap: 
     assert_tables_equal_source(spark, config, generator)
     cfg = load_config(config, env={})
     for table in cfg.tables:
-        ids = batch_ids_per_commit(spark, cfg.storage.table_path(table))
+        ids = landings_per_commit(spark, cfg.storage.table_path(table))
         assert ids == sorted(set(ids)), f"a batch was committed twice to {table.name}: {ids}"
 
 

@@ -45,6 +45,7 @@ def test_live_tables_read_like_delta_through_schema_changes_purge_and_vacuum(spa
     data = {
         "app_id": "live",
         "storage": {"root": str(tmp_path / "lake")},
+        "merge": {"max_delay_seconds": 0},
         "tables": [
             {"name": "e2e.wide", "topics": ["cap.e2e.wide"], "key": ["id"]},
             {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
@@ -117,6 +118,7 @@ def test_registering_needs_live_tables_enabled(tmp_path: Path) -> None:
             {
                 "app_id": "x",
                 "storage": {"root": str(tmp_path)},
+                "merge": {"max_delay_seconds": 0},
                 "tables": [{"name": "a.b", "topics": ["t"], "key": ["id"]}],
             }
         )

@@ -1,0 +1,135 @@
+"""Landing a micro-batch: every change of every table appended to the changelog in one Delta commit,
+idempotent per batch, with the batch's Kafka positions in the commit. Its cost does not grow with the
+number of tables: one pass over the batch's decoded records, the row images kept as the decoder left
+them, new column descriptors stored once each."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta.changelog.table import (
+    LAND_SEQ,
+    TABLE,
+    changelog_path,
+    ensure_tables,
+    latest_version,
+    schema_id,
+    schemas_path,
+    schemas_schema,
+)
+from cdc_delta.config import AppConfig
+from cdc_delta.decode.decoded import field, is_row_event, is_truncate
+from cdc_delta.delta.commits import StreamCommit, txn_app_id
+from cdc_delta.delta.hold import CHANGELOG, stream_hold, wait_while_held
+from cdc_delta.delta.tables import current_version
+
+logger = logging.getLogger(__name__)
+
+ROW_GROUP_CONF = "parquet.block.size"
+
+
+@dataclass(frozen=True)
+class Landing:
+    """What one landing put in the changelog."""
+
+    land_seq: int
+    batch_id: int
+    landed_at: dt.datetime
+    events_by_table: dict[str, int] = dc_field(default_factory=dict)
+    """Changes per table (row events and truncates)."""
+    replayed: bool = False
+    """The batch had landed already (a batch run again after a crash): nothing was appended."""
+
+
+def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | None, at: dt.datetime) -> DataFrame:
+    """The changelog rows of a decoded batch (its row events and truncates), sorted by table."""
+    image = F.when(is_row_event(), field("row_json"))
+    schema = F.when(is_row_event(), F.substring(F.sha2(field("schema_json"), 256), 1, 24))
+    rows = decoded.where(is_row_event() | is_truncate()).select(
+        F.lit(land_seq).cast("bigint").alias(LAND_SEQ),
+        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.lit(epoch).cast("string").alias("epoch"),
+        F.lit(at).cast("timestamp").alias("landed_at"),
+        field("table").alias(TABLE),
+        field("op").alias("op"),
+        field("seq").alias("seq"),
+        field("source_ts_ms").alias("source_ts_ms"),
+        field("source_db").alias("source_db"),
+        field("source_table").alias("source_table"),
+        F.col("topic"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset"),
+        image.alias("row_json"),
+        schema.alias("schema_id"),
+    )
+    return rows.sortWithinPartitions(TABLE, "seq")
+
+
+class Changelog:
+    """The stream's side of the changelog: lands batches, numbering them; keeps the descriptors
+    stored so far. One per process that lands (the stream): landings are numbered in order."""
+
+    def __init__(self, spark: SparkSession, config: AppConfig, epoch: str | None) -> None:
+        self.spark = spark
+        self.config = config
+        self.epoch = epoch
+        self.path = changelog_path(config)
+        self.schemas_path = schemas_path(config)
+        ensure_tables(spark, config)
+        version = latest_version(spark, self.path)
+        self._next_seq = 0 if version is None else version + 1
+        stored = spark.read.format("delta").load(self.schemas_path).select("schema_id").collect()
+        self._schemas = {row["schema_id"] for row in stored}
+        self._lock = threading.Lock()
+        self._hold = stream_hold(config, CHANGELOG)
+
+    def land(
+        self,
+        decoded: DataFrame,
+        batch_id: int,
+        at: dt.datetime,
+        record: StreamCommit,
+        descriptors: set[str],
+        events_by_table: dict[str, int],
+    ) -> Landing:
+        """Append the batch's changes in one commit (none when this batch landed before: Delta's
+        transaction id, the checkpoint's epoch and the batch id); ``descriptors`` are the batch's
+        distinct column descriptors, stored first where new."""
+        self._store_schemas(descriptors)
+        with self._lock:
+            land_seq = self._next_seq
+            self._next_seq += 1
+        record = StreamCommit(**{**record.__dict__, "land_seq": land_seq, "operation": "land"})
+        before = current_version(self.spark, self.path)
+        rows = landed_rows(decoded, land_seq, batch_id, self.epoch, at)
+        if self._hold is not None:  # maintenance may be holding landings so that its DELETE can commit
+            wait_while_held(self._hold, "the changelog")
+        # Small row groups: a reader of one table's changes skips the others' (the rows are sorted by table).
+        decoded.sparkSession.conf.set(ROW_GROUP_CONF, str(self.config.changelog.row_group_mb * 1024 * 1024))
+        (
+            rows.write.format("delta")
+            .mode("append")
+            .option("txnAppId", txn_app_id(self.config.app_id, self.epoch, "changelog"))
+            .option("txnVersion", str(batch_id))
+            .option("userMetadata", record.to_json())
+            .save(self.path)
+        )
+        replayed = current_version(self.spark, self.path) == before
+        if replayed:
+            logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
+        return Landing(land_seq, batch_id, at, {} if replayed else dict(events_by_table), replayed)
+
+    def _store_schemas(self, descriptors: set[str]) -> None:
+        new = {schema_id(text): text for text in descriptors if schema_id(text) not in self._schemas}
+        if not new:
+            return
+        frame = self.spark.createDataFrame(sorted(new.items()), schemas_schema())
+        frame.coalesce(1).write.format("delta").mode("append").save(self.schemas_path)
+        self._schemas.update(new)

@@ -1,0 +1,116 @@
+"""The changelog: one Delta table holding every change of every table, appended once per micro-batch.
+
+Each landing (one micro-batch's append, one Delta commit) gets a *landing number*, ``land_seq``, that
+grows with every landing and is never reused: the stream is the changelog's only lander, and a
+process starts numbering above the changelog's version (which is at least every number used before).
+A table's merge records the landing it holds up to (:mod:`cdc_delta.merger`): its pending changes are
+the changelog rows past it.
+
+A row holds what rebuilds any table without Kafka: the logical table, op, ordering key, source time
+and shard, the Kafka record, the micro-batch, the row image as the decoder left it (canonical JSON,
+typed at merge time) and a reference to its column descriptor; the descriptors are stored once each,
+in the schemas table beside (``<changelog>_schemas``). The changelog is not partitioned: a batch's rows
+are sorted by table into files of small row groups, so that reading one table's changes skips the
+row groups of the others, and the files of landings a table has merged are skipped by ``land_seq``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType, _parse_datatype_string
+
+from cdc_delta import hadoop_fs
+from cdc_delta.config import AppConfig
+from cdc_delta.delta.commits import AppCommit, app_commits
+from cdc_delta.delta.tables import current_version
+from cdc_delta.events.ordering import SEQ_DDL
+
+LAND_SEQ = "land_seq"
+TABLE = "table"
+
+CHANGELOG_DDL = (
+    f"{LAND_SEQ} bigint, batch_id bigint, epoch string, landed_at timestamp, `{TABLE}` string, op string, "
+    f"seq {SEQ_DDL}, source_ts_ms bigint, source_db string, source_table string, topic string, "
+    "`partition` int, `offset` bigint, row_json string, schema_id string"
+)
+"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image."""
+SCHEMAS_DDL = "schema_id string, schema_json string"
+
+
+def changelog_path(config: AppConfig) -> str:
+    return config.changelog.located(config.storage.root)
+
+
+def schemas_path(config: AppConfig) -> str:
+    return f"{changelog_path(config).rstrip('/')}_schemas"
+
+
+def _struct(ddl: str) -> StructType:
+    schema = _parse_datatype_string(ddl)
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def changelog_schema() -> StructType:
+    return _struct(CHANGELOG_DDL)
+
+
+def schemas_schema() -> StructType:
+    return _struct(SCHEMAS_DDL)
+
+
+def schema_id(schema_json: str) -> str:
+    """The reference a changelog row holds to its column descriptor (a digest of its text)."""
+    return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:24]
+
+
+def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
+    """Create the changelog and its schemas table where they do not exist yet (a no-op otherwise)."""
+    for path, schema in ((changelog_path(config), changelog_schema()), (schemas_path(config), schemas_schema())):
+        if not DeltaTable.isDeltaTable(spark, path):
+            DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+
+
+def latest_version(spark: SparkSession, path: str) -> int | None:
+    """The changelog's newest version, read from its log now (None: there is no changelog yet)."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    DeltaTable.forPath(spark, path)  # brings this process's view of the log up to date
+    return current_version(spark, path)
+
+
+HISTORY_LIMIT = 20_000
+"""Landings read back (a day at a 5 s trigger): the snapshot's readiness, the purge's watermarks."""
+
+
+def landings(spark: SparkSession, config: AppConfig, limit: int = HISTORY_LIMIT) -> list[AppCommit]:
+    """Newest first, this app's landings among the changelog's last ``limit`` commits (none when there
+    is no changelog yet)."""
+    path = changelog_path(config)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return []
+    return list(app_commits(DeltaTable.forPath(spark, path), config.app_id, limit))
+
+
+def deleted_path(config: AppConfig) -> str:
+    """Where the retention records how far it may have deleted each table's changes."""
+    return f"{changelog_path(config).rstrip('/')}_deleted.json"
+
+
+def deleted_through(spark: SparkSession, config: AppConfig) -> dict[str, int]:
+    """Per table, the newest landing whose changes the retention may have deleted (a table not in it:
+    the changelog holds all its changes), so a rebuild knows whether it can start from nothing."""
+    text = hadoop_fs.read_text(spark, deleted_path(config))
+    return {str(k): int(v) for k, v in json.loads(text).items()} if text else {}
+
+
+def record_deleted(spark: SparkSession, config: AppConfig, through: dict[str, int]) -> None:
+    """Record, before the retention deletes them, the landings it may delete per table (never lowered)."""
+    merged = deleted_through(spark, config)
+    for table, seq in through.items():
+        merged[table] = max(seq, merged.get(table, -1))
+    hadoop_fs.write_text(spark, deleted_path(config), json.dumps(dict(sorted(merged.items()))) + "\n")

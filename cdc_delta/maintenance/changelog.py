@@ -1,0 +1,124 @@
+"""The changelog's share of the hourly maintenance: delete what every table has merged once it is older
+than ``changelog.retention_hours``, compact the small files of the landings (bin-packing: each landing's
+rows stay sorted by table in row groups of their own, so a reader of one table's changes still skips the
+others'; a ZORDER would rewrite the whole changelog every hour), VACUUM and checkpoint. Safe beside the
+stream: its landings are blind appends that OPTIMIZE does not conflict with; the DELETE, which they can
+beat, holds them after a few lost races, as the tables' commands do."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, record_deleted
+from cdc_delta.config import AppConfig
+from cdc_delta.delta.hold import CHANGELOG
+from cdc_delta.maintenance import commands
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChangelogReport:
+    """What one maintenance run did to the changelog."""
+
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    rows_deleted: int = 0
+    retention_cutoff: str | None = None
+    files_compacted: int = 0
+    files_vacuumed: int = 0
+    checkpoint_version: int | None = None
+    duration_s: float = 0.0
+    skipped: str | None = None
+
+
+def maintain_changelog(
+    spark: SparkSession, config: AppConfig, merged: dict[str, int], now: dt.datetime
+) -> ChangelogReport:
+    """``merged``: per configured table, the newest landing it holds (-1: none). A change is deleted only
+    when its table holds it and it landed before the retention; a table missing from ``merged`` (not in
+    the config) keeps its changes."""
+    path = changelog_path(config)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return ChangelogReport(skipped="no changelog yet")
+    started = time.monotonic()
+    files_before, bytes_before = commands.table_size(spark, path)
+    cutoff = now - dt.timedelta(hours=config.changelog.retention_hours)
+    deleted = _delete_merged(spark, config, path, merged, cutoff)
+    target = DeltaTable.forPath(spark, path)
+    optimized = (
+        commands.beside_stream(
+            lambda: target.optimize().executeCompaction(), "OPTIMIZE the changelog", config, CHANGELOG
+        )
+        .select("metrics")
+        .first()
+    )
+    vacuumed = commands.vacuum(spark, config, "the changelog", path)
+    checkpoint = commands.checkpoint(spark, path)
+    files_after, bytes_after = commands.table_size(spark, path)
+    report = ChangelogReport(
+        files_before=files_before,
+        files_after=files_after,
+        bytes_before=bytes_before,
+        bytes_after=bytes_after,
+        rows_deleted=deleted,
+        retention_cutoff=cutoff.isoformat(),
+        files_compacted=int(optimized["metrics"]["numFilesRemoved"]) if optimized else 0,
+        files_vacuumed=vacuumed,
+        checkpoint_version=checkpoint,
+        duration_s=round(time.monotonic() - started, 2),
+    )
+    logger.info(
+        "maintained the changelog: files %d -> %d, bytes %d -> %d, %d merged changes deleted (landed before %s), "
+        "%d files vacuumed, checkpoint at version %d, %.1fs",
+        files_before,
+        files_after,
+        bytes_before,
+        bytes_after,
+        deleted,
+        report.retention_cutoff,
+        vacuumed,
+        checkpoint,
+        report.duration_s,
+    )
+    return report
+
+
+def _delete_merged(
+    spark: SparkSession, config: AppConfig, path: str, merged: dict[str, int], cutoff: dt.datetime
+) -> int:
+    """Delete the changes each table holds that landed before ``cutoff``, in one commit (a MERGE whose
+    source is the tables' merged landings); returns how many. What may go is recorded first, per table
+    (:func:`~cdc_delta.changelog.table.record_deleted`: a rebuild from the changelog refuses past it)."""
+    old = spark.read.format("delta").load(path).where(F.col("landed_at") < F.lit(cutoff).cast("timestamp"))
+    found = old.agg(F.max(LAND_SEQ).alias("newest")).first()  # the files' statistics skip the newer ones
+    newest_old = found["newest"] if found is not None else None
+    if newest_old is None:
+        return 0
+    held = {name: min(position, int(newest_old)) for name, position in merged.items() if position >= 0}
+    if not held:
+        return 0
+    record_deleted(spark, config, held)
+    positions = spark.createDataFrame(sorted(held.items()), f"`{TABLE}` string, merged bigint")
+    condition = (
+        (F.col(f"c.`{TABLE}`") == F.col(f"p.`{TABLE}`"))
+        & (F.col(f"c.{LAND_SEQ}") <= F.col("p.merged"))
+        & (F.col("c.landed_at") < F.lit(cutoff).cast("timestamp"))
+    )
+    target = DeltaTable.forPath(spark, path)
+
+    def delete() -> int:
+        result = target.alias("c").merge(F.broadcast(positions).alias("p"), condition).whenMatchedDelete().execute()
+        row = result.first()
+        return int(row["num_deleted_rows"]) if row else 0
+
+    return commands.beside_stream(delete, "the changelog's retention", config, CHANGELOG)

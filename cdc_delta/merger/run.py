@@ -1,0 +1,276 @@
+"""The merger, phase 2: MERGEs each table's pending changelog rows into its Delta table, on the table's
+own schedule (:mod:`.schedule`), a round at a time.
+
+A round takes the due tables (at most ``merge.max_tables_per_round``, most overdue first), reads their
+pending changes from the changelog in one pass (cached for the round), learns their column descriptors
+and truncates in one small job, and applies each table's changes (:mod:`.apply`) ``merge.concurrency``
+at a time, each table in a Spark session of its own. Every table's commit holds the changes up to the
+round's newest landing and records it (Delta's transaction id ``<app_id>:<table>:merge``, version the
+landing number): a round run again commits nothing, a table restored from a backup is merged again from
+where it is. A table that fails stops alone; its changes stay pending in the changelog.
+
+It runs in the stream's process (after each landing with ``max_delay_seconds: 0``, else in a thread of
+its own beside the ingest) or alone (``cdc-delta merge``), which learns of landings from the changelog.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+
+from cdc_delta import hadoop_fs
+from cdc_delta.changelog.append import Landing
+from cdc_delta.changelog.pending import TableSummary, changes, landed_since, table_summaries
+from cdc_delta.changelog.table import changelog_path, ensure_tables, schemas_path
+from cdc_delta.config import AppConfig
+from cdc_delta.delta.commits import StreamCommit
+from cdc_delta.delta.workers import TableWorkers, fails_the_batch
+from cdc_delta.merger.apply import TableApplier, TableChanges, TableResult, TableRound
+from cdc_delta.merger.schedule import Pending, Schedule
+
+logger = logging.getLogger(__name__)
+
+SHOWN_TABLES = 5
+"""Merged tables a round's log line names (stopped ones are all named)."""
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one merge round did."""
+
+    through_seq: int
+    tables: tuple[TableResult, ...] = ()
+    duration_s: float = 0.0
+    pending: dict[str, Pending] = dc_field(default_factory=dict)
+    """The changes still pending after the round, per table (stopped tables included)."""
+    finished_at: float = 0.0
+
+    @property
+    def pending_events(self) -> int:
+        return sum(p.events for p in self.pending.values())
+
+    @property
+    def oldest_pending_s(self) -> float | None:
+        """Age of the oldest change still pending when the round ended (None: none is)."""
+        oldest = min((p.oldest_landed_at for p in self.pending.values()), default=None)
+        return None if oldest is None else max(0.0, self.finished_at - oldest)
+
+    def summary(self) -> str:
+        """The one log line of a round: its totals, every stopped table, the first few merged ones."""
+        stopped = [f"{t.table}: stopped, {t.events} changes left pending" for t in self.tables if t.error]
+        merged = [t for t in self.tables if not t.error and t.merge is not None]
+        shown = []
+        for t in merged[:SHOWN_TABLES]:
+            m = t.merge
+            assert m is not None
+            state = "held already" if m.replayed else f"+{m.inserted} ~{m.updated}"
+            trunc = f" truncated {t.truncated}" if t.truncated else ""
+            shown.append(f"{t.table}: {t.events} changes -> {m.source_rows} keys {state}{trunc} v{m.version}")
+        if len(merged) > SHOWN_TABLES:
+            shown.append(f"and {len(merged) - SHOWN_TABLES} more")
+        changes = sum(t.events for t in self.tables if not t.error)
+        behind = ""
+        if self.pending:
+            oldest = f", oldest {self.oldest_pending_s:.0f}s" if self.oldest_pending_s is not None else ""
+            behind = f"; pending: {self.pending_events} changes in {len(self.pending)} tables{oldest}"
+        return (
+            f"merge through landing {self.through_seq}: {len(self.tables)} tables, {changes} changes "
+            f"[{'; '.join(stopped + shown)}] in {self.duration_s:.1f}s{behind}"
+        )
+
+
+def table_work(app_id: str, names: list[str], summaries: dict[str, TableSummary], through: int) -> list[TableChanges]:
+    """Each table's share of a round's changes (none for a table without changes), as the applier takes it."""
+    empty = TableSummary()
+    work = []
+    for name in names:
+        summary = summaries.get(name, empty)
+        record = StreamCommit(
+            app_id=app_id, land_seq=through, table=name, events=summary.events, table_max_source_ts_ms=summary.max_ts
+        )
+        work.append(TableChanges(name, summary.events, summary.descriptors, summary.truncates, record))
+    return work
+
+
+class Merger:
+    """Merges the tables' pending changes, round after round; keeps the schedule and what it learnt of
+    each table between rounds."""
+
+    def __init__(self, spark: SparkSession, config: AppConfig) -> None:
+        """``spark``: the merger works in sessions of its own made from it (the stream's session keeps
+        its transaction-id confs to itself)."""
+        self.config = config
+        self.spark = spark.newSession()
+        self.path = changelog_path(config)
+        self.schemas = schemas_path(config)
+        merge = config.merge
+        self.schedule = Schedule(merge.min_events, merge.max_delay_seconds, merge.max_tables_per_round)
+        self.applier = TableApplier(self.spark, config)
+        self._workers = TableWorkers(self.spark, merge.concurrency)
+        self._positions_file = f"{self.path.rstrip('/')}_merged.json"
+        self._positions: dict[str, int] = {}
+        self._round_lock = threading.Lock()
+        self._started = False
+
+    # -- learning what is pending -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Learn what is pending from the changelog: the landings past each table's recorded position
+        (the positions file, kept after every round; a table missing from it is counted from the start
+        of the changelog and merged from where its own commits say)."""
+        if self._started:
+            return
+        ensure_tables(self.spark, self.config)
+        text = hadoop_fs.read_text(self.spark, self._positions_file)
+        self._positions = {str(k): int(v) for k, v in json.loads(text).items()} if text else {}
+        configured = {t.name for t in self.config.tables}
+        newest = max(self._positions.values(), default=-1)
+        for landed in landed_since(self.spark, self.path, self._positions, -1):
+            newest = max(newest, landed.newest_seq)
+            if landed.table in configured:
+                self.schedule.landed(landed.newest_seq, landed.oldest_landed_at, {landed.table: landed.events})
+        # Only committed landings are read, and landings commit in order: every one up to the newest
+        # read is in the changelog, so a round may hold up to it.
+        self.schedule.landed(newest, time.time(), {})
+        self._started = True
+
+    def landed(self, landing: Landing) -> None:
+        """A landing of this process's stream."""
+        self.schedule.landed(landing.land_seq, landing.landed_at.timestamp(), landing.events_by_table)
+
+    def poll(self) -> None:
+        """Learn of landings made since the last one known (a merger running apart from the stream)."""
+        since = self.schedule.newest_seq
+        newest = since
+        for landed in landed_since(self.spark, self.path, {}, since):
+            self.schedule.landed(landed.newest_seq, landed.oldest_landed_at, {landed.table: landed.events})
+            newest = max(newest, landed.newest_seq)
+        self.schedule.landed(newest, time.time(), {})
+
+    # -- merging ------------------------------------------------------------------------------------
+
+    def stopped_tables(self) -> set[str]:
+        return set(self.applier.stopped_tables())
+
+    def round(self, every: bool = False, bounded: bool = True) -> RoundResult | None:
+        """Merge the due tables (``every``: every table with pending changes; ``bounded``: at most
+        ``merge.max_tables_per_round`` of them); None when none is due."""
+        with self._round_lock:
+            self.start()
+            due = self.schedule.due(time.time(), exclude=self.stopped_tables(), every=every, bounded=bounded)
+            if not due:
+                return None
+            return self._merge(due, self.schedule.newest_seq)
+
+    def merge_tables(self, names: list[str]) -> RoundResult | None:
+        """Merge these tables now, whether due or not (those with changes pending and not stopped)."""
+        with self._round_lock:
+            self.start()
+            pending, stopped = self.schedule.pending(), self.stopped_tables()
+            chosen = [name for name in names if name in pending and name not in stopped]
+            return self._merge(chosen, self.schedule.newest_seq) if chosen else None
+
+    def merge_all(self) -> list[RoundResult]:
+        """Rounds until nothing is pending but in stopped tables (the end of ``--until-caught-up``)."""
+        results = []
+        while (result := self.round(every=True)) is not None:
+            results.append(result)
+            logger.info("%s", result.summary())
+        return results
+
+    def _merge(self, due: list[str], through: int) -> RoundResult:
+        t0 = time.monotonic()
+        positions = self._workers.map(self._position, due)
+        bounds = {name: (position, through) for name, position in zip(due, positions, strict=True)}
+        frame = changes(self.spark, self.path, self.schemas, bounds).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            work = table_work(self.config.app_id, due, table_summaries(frame), through)
+            shared = TableRound(frame, through)
+            results = self._workers.map(lambda session, table: self.applier.apply(session, shared, table), work)
+        finally:
+            frame.unpersist()
+        for result in results:
+            if not result.error:
+                self.schedule.merged(result.table, through)
+                self._positions[result.table] = max(through, self._positions.get(result.table, -1))
+        self._save_positions()
+        return RoundResult(
+            through_seq=through,
+            tables=tuple(results),
+            duration_s=time.monotonic() - t0,
+            pending=self.schedule.pending(),
+            finished_at=time.time(),
+        )
+
+    def _position(self, spark: SparkSession, name: str) -> int:
+        """The newest landing ``name`` holds, from the table the first time (the positions file may lag
+        behind it, or a restored table be behind the file), then as this merger kept it."""
+        try:
+            return self.applier.merged_position(spark, name)
+        except Exception as exc:  # noqa: BLE001 (the table's own failure stops it when it is applied)
+            if fails_the_batch(spark, exc):
+                raise
+            return self._positions.get(name, -1)
+
+    def _save_positions(self) -> None:
+        text = json.dumps(dict(sorted(self._positions.items())), separators=(",", ":")) + "\n"
+        hadoop_fs.write_text(self.spark, self._positions_file, text)
+
+    def close(self) -> None:
+        self._workers.close()
+
+
+class BackgroundMerging:
+    """The merger in a thread of its own beside the ingest: a round whenever a table is due, waiting
+    for landings in between. A failure of the process (Spark stopped, memory) ends the thread and is
+    raised by :meth:`check`."""
+
+    def __init__(self, merger: Merger, on_round: Callable[[RoundResult], None] | None = None) -> None:
+        self.merger = merger
+        self.on_round = on_round
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="cdc-merger", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def landed(self, landing: Landing) -> None:
+        self.merger.landed(landing)
+        self._wake.set()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                result = self.merger.round()
+                if result is not None:
+                    logger.info("%s", result.summary())
+                    if self.on_round is not None:
+                        self.on_round(result)
+                    continue
+                wait = self.merger.schedule.next_due_in(time.time(), self.merger.stopped_tables())
+                self._wake.wait(timeout=5.0 if wait is None else min(5.0, max(0.1, wait)))
+                self._wake.clear()
+        except BaseException as exc:  # noqa: BLE001 (raised on the stream's thread by check())
+            self._error = exc
+            logger.error("the merger stopped: %s", exc)
+
+    def check(self) -> None:
+        """Raise the error that ended the merger's thread, if one did."""
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Stop after the running round."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
