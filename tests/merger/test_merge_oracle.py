@@ -64,7 +64,7 @@ def test_avro_delta_tables_equal_the_oracle(
     assert_equal_the_oracle(spark, batches, encode, avro)
 
 
-@settings(SETTINGS, max_examples=4)
+@settings(SETTINGS, max_examples=3)
 @given(batches=delivered_batches())
 def test_tables_rebuilt_from_the_changelog_equal_the_oracle(spark, batches: list[list[Delivery]]) -> None:
     assert_equal_the_oracle(spark, batches, rebuild=True)
