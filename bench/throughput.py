@@ -1,23 +1,26 @@
 """Benchmark: how the stream keeps up with a real database - many tables, many partitions, JSON envelopes
-with the Connect schema in every record, as Debezium's JsonConverter writes them (issue 14's figures).
+with the Connect schema in every record, as Debezium's JsonConverter writes them (issues 14 and 26).
 
 Parts (--parts, all by default), every figure measured in this run on this machine:
 - decode: the batch's decoding alone (decode + the stats job), --decode-events events of one table.
-- batch: a micro-batch through the batch function, tables already created: 1 table x --batch-events
-  on 1 partition vs on 48 partitions (partitions_batch_ratio), and 100 tables x --batch-events/100
-  (one partition each) vs 1 table x --batch-events (tables_batch_ratio); each the median of
-  --batch-repeats successive batches of new events (a single batch's time varies by ~25% here).
-- sustained: the stream as a process (`cdc-delta stream --until-caught-up`) over a backlog, batches
-  of --sustained-batch events; events/s = events / batch seconds, the first batch (table creation,
-  JIT) left out; 1 table, and 100 tables.
-- latency: 100 tables, a 10 s trigger, produced at --latency-rate (default half the 100-table
-  sustained rate) for --latency-seconds, the stream left running until it has caught up; per row,
-  commit time of the batch that applied it minus the source timestamp.
+- batch: a micro-batch through the batch function (landing; merges on their defaults are not due
+  within it): 1 table x --batch-events on 1 partition vs on 48 partitions (partitions_batch_ratio),
+  and 100 tables x --batch-events/100 (one partition each) vs 1 table x --batch-events
+  (tables_batch_ratio); each the median of --batch-repeats successive batches of new events.
+- sustained: the stream as a process (`cdc-delta stream --until-caught-up`, which ends with every
+  table merged) over a backlog, batches of --sustained-batch events: 1 table and 100 tables with the
+  merge defaults (two phases: merges beside the ingest), and, the baseline in the same run, 100
+  tables with `merge.max_delay_seconds: 0` (every table merged after every batch, the design before
+  the two phases); ingest events/s = events / batch seconds, end to end = events / wall time until
+  every table is merged; the first batch left out.
+- latency: 100 tables, a 10 s trigger, merges on their defaults, produced at --latency-rate (default
+  half the 100-table sustained rate) for --latency-seconds: per change, landed (its landing's commit
+  time minus its source time) and merged (its table's merge commit time minus its source time).
 - merge: where a table's share of a batch goes: the stream's MERGE of 100 rows into a table of
   --snapshot-rows rows (median of 10, and the JVM's CPU seconds each), against the same MERGE by
   delta-rs on the same table.
 - snapshot: the nightly snapshot of 100 tables of 10k rows vs 1 table of 10k rows (wall time).
-Writes bench/results/throughput.json (the keys of issue 14; a run with --label baseline is kept under
+Writes bench/results/throughput.json (the keys of issue 26; a run with --label baseline is kept under
 "baseline", any other run is the current one) and prints it. Needs the native broker and Spark jars.
 Not a test: nothing fails on a time.
 
@@ -46,7 +49,9 @@ from results_file import write_results
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "bench" / "results" / "throughput.json"
 sys.path.insert(0, str(ROOT))  # the tests' helpers
-BATCH_LINE = re.compile(r"batch \d+: (\d+) in, .* in ([\d.]+)s")
+BATCH_LINE = re.compile(r"batch \d+: (\d+) in, \d+ landed.*? in ([\d.]+)s")
+ROUND_LINE = re.compile(r"merge through landing \d+: (\d+) tables, .* in ([\d.]+)s")
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
 PARTS = ("decode", "batch", "merge", "sustained", "latency", "snapshot")
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
@@ -245,28 +250,70 @@ def write_yaml(folder: Path, name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def sustained(bootstrap: str, folder: Path, server: str, tables: int, events: int, batch: int) -> dict[str, Any]:
+def log_time(line: str) -> float | None:
+    """The epoch seconds of a log line's timestamp (the stream logs in UTC)."""
+    m = LOG_TIME.match(line)
+    if not m:
+        return None
+    stamp = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    return stamp.timestamp() + int(m.group(2)) / 1000
+
+
+def sustained(
+    bootstrap: str, folder: Path, server: str, tables: int, events: int, batch: int, merge: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The stream as a process over a backlog (`--until-caught-up`, which ends with every table merged).
+    Ingest events/s: events / the batches' own seconds (with ``max_delay_seconds: 0``, landing and the
+    merges after it; else landing, the merges running beside); end to end: events / the wall time from
+    the end of the first batch to the last log line (every table merged); the first batch is left out
+    of both (JIT warm-up, and before the two phases, table creation)."""
     sources = source_tables(tables, server)
     produce(bootstrap, server, sources, events, 3, seed=4)
     config = bench_config(folder, bootstrap, server, sources, max_offsets_per_trigger=batch)
+    if merge is not None:
+        config["merge"] = merge
     log = folder / f"{server}.log"
     stream(write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, "--until-caught-up")
-    rows = [(int(m.group(1)), float(m.group(2))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
-    steady = rows[1:] or rows  # the first batch pays table creation and JIT warm-up
+    lines = log.read_text().splitlines()
+    rows, merges = [], []
+    for line in lines:
+        if m := BATCH_LINE.search(line):
+            inline = ROUND_LINE.search(line)
+            rows.append(
+                (int(m.group(1)), float(m.group(2)) + (float(inline.group(2)) if inline else 0.0), log_time(line))
+            )
+        elif m := ROUND_LINE.search(line):
+            merges.append((int(m.group(1)), float(m.group(2))))
+    steady = rows[1:] or rows
+    times = [t for t in map(log_time, lines) if t is not None]
+    first_end = rows[0][2] if rows and rows[0][2] is not None else None
+    wall = (times[-1] - first_end) if times and first_end is not None else None
+    steady_events = sum(n for n, _, _ in steady)
     return {
         "tables": tables,
-        "events": sum(n for n, _ in rows),
+        "merge": merge or "defaults",
+        "events": sum(n for n, _, _ in rows),
         "batches": len(rows),
-        "batch_seconds": [round(s, 1) for _, s in rows],
-        "events_per_s": round(sum(n for n, _ in steady) / sum(s for _, s in steady)),
+        "batch_seconds": [round(s, 1) for _, s, _ in rows],
+        "rounds_beside": len(merges),
+        "round_seconds_total": round(sum(s for _, s in merges), 1),
+        "events_per_s": round(steady_events / sum(s for _, s, _ in steady)),
+        "end_to_end_events_per_s": round(steady_events / wall) if wall else None,
     }
 
 
 def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dict[str, Any]:
-    """Per row, the commit time of the batch that applied it minus its source time (100 tables, 10 s
-    trigger), produced at ``rate`` for ``seconds``; the stream runs until it has applied everything
-    (its consumer group at the end offsets, at most 20 minutes), so that late rows are counted too."""
+    """100 tables, 10 s trigger, merges on their defaults beside the ingest, produced at ``rate`` for
+    ``seconds``; the stream runs until it has read everything (its consumer group at the end offsets,
+    at most 20 minutes) and merged it. Per change: *landed*, the commit time of its landing minus its
+    source time (when a reader of the changelog, a live view, can see it); *merged*, the commit time of
+    its table's first merge that holds its landing minus its source time (when the Delta table shows
+    it)."""
+    from delta.tables import DeltaTable
+
+    from cdc_delta.changelog.table import changelog_path, landings
     from cdc_delta.config import parse_config
+    from cdc_delta.delta.commits import app_commits
     from cdc_delta.demo.generator import ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics
     from cdc_delta.demo.producer import produce as send
@@ -290,23 +337,32 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         if all(p.lag == 0 or p.end == 0 for p in lags):
             caught_up = time.monotonic() - produced_at
             break
+    time.sleep(parse_config(config).merge.max_delay_seconds + 30)  # the last landings' merges
     proc.terminate()
     proc.wait(timeout=600)
     parsed = parse_config(config)
     spark = build_session(parsed.spark)
-    samples: list[float] = []
+    landed_at = {c.record.land_seq: c.timestamp.timestamp() for c in landings(spark, parsed)}
+    changes = spark.read.format("delta").load(changelog_path(parsed)).select("table", "land_seq", "source_ts_ms")
+    landed: list[float] = []
+    merged: list[float] = []
+    merges_by_table: dict[str, list[tuple[int, float]]] = {}
     for table in parsed.tables:
         path = parsed.storage.table_path(table)
-        history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("operation = 'MERGE'").select("timestamp")
-        commits = sorted(r["timestamp"].timestamp() for r in history.collect())
-        for row in spark.read.format("delta").load(path).select("_cdc_source_ts", "_cdc_ingested_at").collect():
-            started = row["_cdc_ingested_at"].timestamp()
-            committed = next((t for t in commits if t >= started), None)
-            if committed is not None:
-                samples.append(committed - row["_cdc_source_ts"].timestamp())
+        if DeltaTable.isDeltaTable(spark, path):
+            history = app_commits(DeltaTable.forPath(spark, path), parsed.app_id)
+            merges_by_table[table.name] = sorted(
+                (c.record.land_seq, c.timestamp.timestamp()) for c in history if c.record.land_seq is not None
+            )
+    for row in changes.collect():
+        source_s = row["source_ts_ms"] / 1000
+        if row["land_seq"] in landed_at:
+            landed.append(landed_at[row["land_seq"]] - source_s)
+        done = next((t for seq, t in merges_by_table.get(row["table"], []) if seq >= row["land_seq"]), None)
+        if done is not None:
+            merged.append(done - source_s)
     spark.stop()
     rows = [(int(m.group(1)), float(m.group(2))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
-    samples.sort()
     return {
         "rate_events_per_s": round(rate),
         "seconds": seconds,
@@ -314,10 +370,18 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         "caught_up_s_after_last_event": round(caught_up, 1) if caught_up is not None else None,
         "batches": len(rows),
         "batch_seconds": [round(s, 1) for _, s in rows],
-        "rows_sampled": len(samples),
-        "latency_p50_s": round(samples[len(samples) // 2], 2) if samples else None,
-        "latency_p99_s": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))], 2) if samples else None,
+        "changes_sampled": len(landed),
+        "changes_merged": len(merged),
+        "landed_p50_s": percentile(landed, 0.5),
+        "landed_p99_s": percentile(landed, 0.99),
+        "merged_lag_p50_s": percentile(merged, 0.5),
+        "merged_lag_p99_s": percentile(merged, 0.99),
     }
+
+
+def percentile(samples: list[float], q: float) -> float | None:
+    ordered = sorted(samples)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))], 2) if ordered else None
 
 
 # --- one table's MERGE: where a batch's per-table cost goes ---------------------------------------
@@ -521,11 +585,23 @@ def main() -> None:
             print(json.dumps(figures["snapshot"]), flush=True)
         spark.stop()
         if "sustained" in parts:
-            one = sustained(bootstrap, folder, "s1", 1, args.sustained_events, args.sustained_batch)
-            print(json.dumps(one), flush=True)
-            many = sustained(bootstrap, folder, "s100", 100, args.sustained_events // 2, args.sustained_batch // 2)
-            print(json.dumps(many), flush=True)
-            figures["sustained"] = {"1_table": one, "100_tables": many}
+            runs = {}
+            every_batch = {"max_delay_seconds": 0}  # before the two phases: every table merged every batch
+            for key, server, tables, events, batch, merge in (
+                ("1_table", "s1", 1, args.sustained_events, args.sustained_batch, None),
+                ("100_tables", "s100", 100, args.sustained_events // 2, args.sustained_batch // 2, None),
+                (
+                    "100_tables_every_batch",
+                    "s100e",
+                    100,
+                    args.sustained_events // 2,
+                    args.sustained_batch // 2,
+                    every_batch,
+                ),
+            ):
+                runs[key] = sustained(bootstrap, folder, server, tables, events, batch, merge)
+                print(json.dumps(runs[key]), flush=True)
+            figures["sustained"] = runs
         if "latency" in parts:
             rate = args.latency_rate or sustained_100_tables(figures) / 2
             figures["latency"] = part_latency(bootstrap, folder, rate, args.latency_seconds)
@@ -538,20 +614,28 @@ def sustained_100_tables(figures: dict[str, Any]) -> float:
     if "sustained" in figures:
         return float(figures["sustained"]["100_tables"]["events_per_s"])
     previous = json.loads(RESULTS.read_text())["results"]
-    return float(previous["sustained_events_per_s_100_tables"])
+    return float(previous["ingest_events_per_s_100_tables"])
 
 
 def headline(figures: dict[str, Any]) -> dict[str, Any]:
-    """The figures under the keys issue 14 names (None where the part did not run)."""
+    """The figures under the keys issue 26 names (None where the part did not run)."""
     s, b, lat = figures.get("sustained", {}), figures.get("batch", {}), figures.get("latency", {})
+    one = s.get("1_table", {}).get("events_per_s")
+    many = s.get("100_tables", {}).get("events_per_s")
+    every = s.get("100_tables_every_batch", {}).get("events_per_s")
     return {
         "decode_speedup": figures.get("decode", {}).get("decode_speedup"),
-        "sustained_events_per_s_1_table": s.get("1_table", {}).get("events_per_s"),
-        "sustained_events_per_s_100_tables": s.get("100_tables", {}).get("events_per_s"),
+        "ingest_events_per_s_1_table": one,
+        "ingest_events_per_s_100_tables": many,
+        "ingest_events_per_s_100_tables_every_batch": every,
+        "two_phase_speedup_100_tables": round(many / every, 1) if many and every else None,
+        "tables_ingest_ratio": round(many / one, 2) if many and one else None,
         "partitions_batch_ratio": b.get("partitions_batch_ratio"),
         "tables_batch_ratio": b.get("tables_batch_ratio"),
-        "latency_p50_s": lat.get("latency_p50_s"),
-        "latency_p99_s": lat.get("latency_p99_s"),
+        "landed_p50_s": lat.get("landed_p50_s"),
+        "landed_p99_s": lat.get("landed_p99_s"),
+        "merged_lag_p50_s": lat.get("merged_lag_p50_s"),
+        "merged_lag_p99_s": lat.get("merged_lag_p99_s"),
         "snapshot_tables_ratio": figures.get("snapshot", {}).get("snapshot_tables_ratio"),
     }
 
