@@ -57,3 +57,11 @@ class TableUnavailable(CdcDeltaError):
 
 class CheckpointMismatch(CdcDeltaError):
     """The stream's checkpoint does not match what the tables recorded (older, or corrupt); nothing was read."""
+
+
+class QueryError(CdcDeltaError):
+    """A SQL query given to ``cdc-delta sql`` cannot be parsed or analysed; nothing was read."""
+
+
+class ConcurrentStreamError(CdcDeltaError):
+    """Another stream lands into the same changelog (the same ``app_id`` and storage root); this one stops."""

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -26,9 +27,10 @@ from cdc_delta.changelog.table import (
 )
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.decoded import field, is_row_event, is_truncate
-from cdc_delta.delta.commits import StreamCommit, txn_app_id
+from cdc_delta.delta.commits import StreamCommit, app_commits, txn_app_id
 from cdc_delta.delta.hold import CHANGELOG, stream_hold, wait_while_held
 from cdc_delta.delta.tables import current_version
+from cdc_delta.exceptions import ConcurrentStreamError
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +87,8 @@ class Changelog:
         ensure_tables(spark, config)
         version = latest_version(spark, self.path)
         self._next_seq = 0 if version is None else version + 1
+        self._seen = -1 if version is None else version
+        """The changelog's version after this lander's last landing (at start: as it found it)."""
         stored = spark.read.format("delta").load(self.schemas_path).select("schema_id").collect()
         self._schemas = {row["schema_id"] for row in stored}
         self._lock = threading.Lock()
@@ -107,7 +111,8 @@ class Changelog:
             land_seq = self._next_seq
             self._next_seq += 1
         record = StreamCommit(**{**record.__dict__, "land_seq": land_seq, "operation": "land"})
-        before = current_version(self.spark, self.path)
+        before = latest_version(self.spark, self.path)
+        self._alone(before)
         rows = landed_rows(decoded, land_seq, batch_id, self.epoch, at)
         if self._hold is not None:  # maintenance may be holding landings so that its DELETE can commit
             wait_while_held(self._hold, "the changelog")
@@ -121,10 +126,32 @@ class Changelog:
             .option("userMetadata", record.to_json())
             .save(self.path)
         )
-        replayed = current_version(self.spark, self.path) == before
+        mine = current_version(self.spark, self.path)
+        replayed = mine == before
         if replayed:
             logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
+        else:
+            self._alone(mine - 1)  # one that landed between the check above and this commit
+            self._seen = mine
         return Landing(land_seq, batch_id, at, {} if replayed else dict(events_by_table), replayed)
+
+    def _alone(self, through: int | None) -> None:
+        """Raise :class:`ConcurrentStreamError` when a landing other than this lander's is among the
+        changelog's commits since its last landing, up to version ``through``: two streams numbering
+        landings alike would make a merger skip one's changes. (Maintenance's commits are no landings.)"""
+        if through is None or through <= self._seen:
+            return
+        table = DeltaTable.forPath(self.spark, self.path)
+        newest = current_version(self.spark, self.path)
+        for commit in app_commits(table, self.config.app_id, newest - self._seen):
+            if self._seen < commit.version <= through and commit.record.operation == "land":
+                raise ConcurrentStreamError(
+                    f"another stream of app_id {self.config.app_id} lands into the changelog {self.path} (its batch "
+                    f"{commit.record.batch_id} landed as version {commit.version} at {commit.timestamp}, epoch "
+                    f"{commit.record.epoch}): only one stream may run per app_id and storage root. Stop the other "
+                    "one (or give this one an app_id of its own), then start this one again"
+                )
+        self._seen = through
 
     def _store_schemas(self, descriptors: set[str]) -> None:
         new = {schema_id(text): text for text in descriptors if schema_id(text) not in self._schemas}

@@ -11,7 +11,7 @@ from delta.tables import DeltaTable
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
-from cdc_delta.exceptions import ConfigError
+from cdc_delta.exceptions import ConcurrentStreamError, ConfigError
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import landings_per_commit, read_canonical
@@ -77,6 +77,27 @@ def test_replaying_a_batch_id_lands_and_commits_nothing(spark, tmp_path: Path) -
     history = DeltaTable.forPath(spark, changelog).history().where("operation = 'WRITE'")
     meta = json.loads(history.first()["userMetadata"])
     assert meta["offsets"] == {"srv.inventory.items": {"0": 1}} and meta["batch_id"] == 0 and meta["land_seq"] == 1
+
+
+def test_a_second_stream_of_the_same_app_is_refused_before_it_lands(spark, tmp_path: Path) -> None:
+    config = make_config(tmp_path, merge={"max_delay_seconds": 3600})
+    first = BatchProcessor(config, epoch="e1", on_landing=lambda landing: None)
+    first.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
+    second = BatchProcessor(config, epoch="e2", on_landing=lambda landing: None)  # the same app_id and root
+    second.process(kafka_frame(spark, [rec(ITEMS, 1, "c", {"id": 2, "qty": 1}, 200)]), 0)  # lands: it is alone
+    changelog = f"{tmp_path}/_cdc_changelog"
+    landed = DeltaTable.forPath(spark, changelog).history(1).first()["version"]
+    with pytest.raises(ConcurrentStreamError) as refused:
+        first.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 3, "qty": 1}, 300)]), 1)
+    assert str(refused.value).startswith(
+        f"another stream of app_id t lands into the changelog {changelog} (its batch 0 landed as version {landed} at "
+    )
+    assert "epoch e2): only one stream may run per app_id and storage root" in str(refused.value)
+    assert DeltaTable.forPath(spark, changelog).history(1).first()["version"] == landed  # nothing appended
+    # The one that goes on numbers its landings after everything the changelog holds.
+    result = second.process(kafka_frame(spark, [rec(ITEMS, 3, "c", {"id": 4, "qty": 1}, 400)]), 1)
+    seqs = [r["land_seq"] for r in spark.read.format("delta").load(changelog).select("land_seq").collect()]
+    assert sorted(seqs) == [1, 2, result.land_seq] and result.land_seq == 3
 
 
 def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> None:
