@@ -29,8 +29,12 @@ def canonical_columns(df: DataFrame) -> list[Column]:
 
 
 def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """(business columns, rows) of the Delta table at ``path``, in the canonical forms."""
+    return canonical_rows(spark.read.format("delta").load(path))
+
+
+def canonical_rows(df: DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
     """(business columns, rows) with decimals and dates as text, timestamps as epoch micros."""
-    df = spark.read.format("delta").load(path)
     business = [f for f in df.schema.fields if not f.name.startswith("_cdc_")]
     cols = canonical_columns(df)
     rows = []

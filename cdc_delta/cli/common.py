@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("cdc_delta.cli")
 
 
-def spark_for(config: AppConfig) -> SparkSession:
+def spark_for(config: AppConfig, extra: dict[str, str] | None = None) -> SparkSession:
     from cdc_delta.spark_session import build_session
 
-    return build_session(config.spark)
+    return build_session(config.spark, extra)
 
 
 def dash(value: object) -> str:

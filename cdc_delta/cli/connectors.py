@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pydantic import ValidationError
+
 from cdc_delta.config import ConnectConfig, load_config
 from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.files import dumps, load_connector_file, parse_overrides, redacted, validation_errors
 from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.exceptions import ConfigError
 
 DESCRIPTION = """\
 Manage Debezium connectors on a Kafka Connect cluster (its REST API). The cluster is --connect-url,
@@ -29,7 +32,11 @@ examples:
 def client_for(args: argparse.Namespace) -> ConnectClient:
     config = load_config(args.config).connect if args.config else ConnectConfig()
     if args.connect_url:
-        config = ConnectConfig.model_validate({**config.model_dump(), "url": args.connect_url})
+        try:
+            config = ConnectConfig.model_validate({**config.model_dump(), "url": args.connect_url})
+        except ValidationError as exc:  # its text would hold the URL as given, password included
+            reasons = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_input=False))
+            raise ConfigError(f"--connect-url: {reasons}") from None
     return ConnectClient(ConnectHttp(config))
 
 

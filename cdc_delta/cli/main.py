@@ -38,6 +38,9 @@ def _setup_logging(verbose: bool) -> None:
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # PySpark logs every SQL error it raises, as JSON with the JVM's trace: the command says it in one line.
+    for noisy in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
 def build_parser() -> argparse.ArgumentParser:

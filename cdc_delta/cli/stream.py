@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import re
 import sys
 from typing import Any
@@ -128,14 +129,24 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    import datetime as dt
+def utc_time(text: str) -> dt.datetime:
+    """A time given on the command line, in UTC: naive means UTC, an offset is honoured."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: write YYYY-MM-DD, YYYY-MM-DDTHH:MM (UTC) or YYYY-MM-DDTHH:MM+08:00"
+        ) from None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc)
 
+
+def cmd_replay(args: argparse.Namespace) -> int:
     from cdc_delta.stream.replay import replay_dead_letters
 
     config = load_config(args.config)
-    since = dt.datetime.fromisoformat(args.since).replace(tzinfo=dt.timezone.utc) if args.since else None
-    result = replay_dead_letters(spark_for(config), config, args.table, since)
+    result = replay_dead_letters(spark_for(config), config, args.table, args.since)
     failed = [t for t in (result.merge.tables if result.merge is not None else ()) if t.error]
     print(
         f"replay: {result.rows_in} dead letters, {result.landed - sum(t.events for t in failed)} applied, "
@@ -222,12 +233,32 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+LIVE_DATABASE = "live"
+"""Where ``cdc-delta sql`` makes the live views (Spark's global temporary database)."""
+
+
 def cmd_sql(args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException
+
+    from cdc_delta.exceptions import QueryError
+    from cdc_delta.views.live import named_in, register_live_views
+
     config = load_config(args.config)
-    spark = spark_for(config)
+    spark = spark_for(config, {"spark.sql.globalTempDatabase": LIVE_DATABASE})
     names = register_delta_tables(spark, config)
-    logger.info("tables: %s", ", ".join(names) or "(none created yet)")
-    spark.sql(args.query).show(args.limit, truncate=False)
+    logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
+    views = register_live_views(spark, config, named_in(args.query, LIVE_DATABASE, config.tables))
+    if views:
+        logger.info("live views, as of now: %s", ", ".join(views))
+    try:
+        result = spark.sql(args.query)
+    except AnalysisException as exc:  # ParseException included
+        reason = str(exc).strip().splitlines()[0].split("; line ")[0] if str(exc).strip() else type(exc).__name__
+        raise QueryError(
+            f"the query cannot be run: {reason} (tables: db.table as merged, {LIVE_DATABASE}.db_table and "
+            f"{LIVE_DATABASE}.db_table_all fresh; see cdc-delta sql --help)"
+        ) from exc
+    result.show(args.limit, truncate=False)
     return 0
 
 
@@ -266,7 +297,12 @@ def add_commands(sub: Any) -> None:
     )
     add_config_argument(replay)
     replay.add_argument("--table", help="only the dead letters of this logical table (db.table)")
-    replay.add_argument("--since", help="only those dead-lettered at or after this UTC time (YYYY-MM-DDTHH:MM)")
+    replay.add_argument(
+        "--since",
+        type=utc_time,
+        help="only those dead-lettered at or after this time: YYYY-MM-DD[THH:MM[:SS]], UTC unless it ends "
+        "with an offset (+08:00) or Z",
+    )
     replay.set_defaults(func=cmd_replay)
 
     resume = sub.add_parser(
@@ -314,7 +350,18 @@ def add_commands(sub: Any) -> None:
     merge.add_argument("--until-caught-up", action="store_true", help="merge every change pending now, then exit")
     merge.set_defaults(func=cmd_merge)
 
-    sql = sub.add_parser("sql", help="run a SQL query over the replicated tables (named db.table)")
+    sql = sub.add_parser(
+        "sql",
+        help="run a SQL query over the replicated tables: db.table as merged, live.db_table fresh",
+        description=(
+            "Runs one Spark SQL query. Each replicated table is there twice: db.table, the Delta table as of "
+            "its last merge (soft-deleted rows included, _cdc_deleted true), and the live views "
+            f"{LIVE_DATABASE}.db_table (its rows now: the merged table overridden by the changes still pending "
+            f"in the changelog, soft-deleted rows out) and {LIVE_DATABASE}.db_table_all (soft-deleted rows "
+            "kept). A live view is made for each table the query names that way."
+        ),
+        epilog=('example: cdc-delta sql --config cdc.yaml "SELECT count(*) FROM live.inventory_orders"'),
+    )
     add_config_argument(sql)
     sql.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
     sql.add_argument("query", help="the SQL query")

@@ -33,7 +33,7 @@ class HttpServiceConfig(PasswordSource):
     @classmethod
     def _url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"{cls.SECTION}.url {value!r} must start with http:// or https://")
+            raise ValueError(f"{cls.SECTION}.url {without_credentials(value)!r} must start with http:// or https://")
         if "@" in value.split("//", 1)[1].split("/", 1)[0]:
             raise ValueError(
                 f"{cls.SECTION}.url must not hold credentials: set {cls.SECTION}.username and password_env"
@@ -45,3 +45,12 @@ class HttpServiceConfig(PasswordSource):
         if (self.password_env or self.password_file) and not self.username:
             raise ValueError(f"{self.SECTION}.password_env/password_file need {self.SECTION}.username")
         return self
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` before its host shown as ``***@``, for messages."""
+    scheme, sep, rest = url.rpartition("//")
+    host, slash, path = rest.partition("/")
+    if "@" in host:
+        host = "***@" + host.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{host}{slash}{path}"

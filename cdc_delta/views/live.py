@@ -12,6 +12,7 @@ warning.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.delta.commits import app_commits, merged_through
 from cdc_delta.delta.tables import current_version, table_schema
-from cdc_delta.exceptions import SchemaChangeError
+from cdc_delta.exceptions import ConfigError, SchemaChangeError
 from cdc_delta.merger import column_defaults
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.rows import typed_rows
@@ -86,8 +87,10 @@ def live_rows(
     }
     upper = NEWEST if through is None else through
     bounds = {name: (m.land_seq, upper) for name, m in merged.items()}
-    pending = changes(spark, changelog_path(config), schemas_path(config), bounds)
-    summaries = table_summaries(pending)
+    pending, summaries = None, {}
+    if DeltaTable.isDeltaTable(spark, changelog_path(config)):  # none before the stream's first batch
+        pending = changes(spark, changelog_path(config), schemas_path(config), bounds)
+        summaries = table_summaries(pending)
     out = {}
     for table in wanted:
         rows = _table_rows(spark, config, table, merged[table.name], pending, summaries.get(table.name), upper)
@@ -96,12 +99,54 @@ def live_rows(
     return out
 
 
+def live_view_names(table: TableConfig) -> tuple[str, str]:
+    """(view of the table's live rows, view that keeps the soft-deleted ones): the table's name with
+    ``_`` for ``.``, in Spark's global temporary database (``live`` in ``cdc-delta sql``)."""
+    base = table.name.replace(".", "_")
+    return base, f"{base}_all"
+
+
+def named_in(query: str, database: str, tables: Iterable[TableConfig]) -> list[TableConfig]:
+    """The tables whose live view (or ``_all`` view) ``query`` names as ``<database>.<view>``."""
+    out = []
+    for table in tables:
+        view, _ = live_view_names(table)
+        pattern = rf"(?<![\w`]){re.escape(database)}\s*\.\s*`?{re.escape(view)}(_all)?`?(?![\w`])"
+        if re.search(pattern, query, re.IGNORECASE):
+            out.append(table)
+    return out
+
+
+def register_live_views(spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig]) -> list[str]:
+    """Make ``tables``' live views in the session's global temporary database, as of now: the rows of
+    each (soft-deleted ones out) and ``_all`` (kept). A view holds the versions read when it was made:
+    make it again to see later changes. Returns the views made (a table with neither rows nor changes
+    has none)."""
+    wanted = list(tables)
+    seen: dict[str, str] = {}
+    for table in wanted:
+        view, _ = live_view_names(table)
+        if seen.setdefault(view.lower(), table.name) != table.name:
+            raise ConfigError(
+                f"tables {seen[view.lower()]} and {table.name} would share the live view {view}: rename one "
+                "(tables[].name)"
+            )
+    database = spark.conf.get("spark.sql.globalTempDatabase")
+    made = []
+    for name, rows in live_rows(spark, config, wanted).items():
+        view, view_all = live_view_names(config.table(name))
+        rows.createOrReplaceGlobalTempView(view_all)
+        rows.where(~F.col(C.DELETED)).createOrReplaceGlobalTempView(view)
+        made += [f"{database}.{view}", f"{database}.{view_all}"]
+    return made
+
+
 def _table_rows(
     spark: SparkSession,
     config: AppConfig,
     table: TableConfig,
     merged: Merged,
-    pending: DataFrame,
+    pending: DataFrame | None,
     summary: TableSummary | None,
     upper: int,
 ) -> DataFrame | None:
@@ -133,7 +178,7 @@ def _table_rows(
             else:
                 cols.append(F.lit(None).cast(f.dataType).alias(f.name))
         rows = stored.select(*cols)
-    if summary is None:
+    if summary is None or pending is None:
         return rows
     events = pending.where(is_row_event() & (F.col("_decoded.table") == table.name))
     # As the merger would apply them: segment by segment, each change against the rows so far (the

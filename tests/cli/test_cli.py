@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_delta.cli.main import main
-from cdc_delta.cli.stream import root_cause
+from cdc_delta.cli.stream import root_cause, utc_time
 from tests.services import free_port
 
 EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
@@ -50,6 +50,38 @@ def test_bad_config_exits_2_with_the_field(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err
     assert "cdc-delta: error: invalid configuration in" in err
     assert "tables.0.key: key must name at least one primary-key column" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("admin:s3cret@host:8083", "connect.url 'admin:s3cret@host:8083' must start with http"),
+        ("https://admin:s3cret@host:8083", "connect.url must not hold credentials: set connect.username and"),
+        ("ftp://admin:s3cret@host/x", "connect.url 'ftp://***@host/x' must start with http:// or https://"),
+    ],
+)
+def test_a_bad_connect_url_is_one_line_without_its_password(
+    url: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["connectors", "list", "--connect-url", url]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"cdc-delta: error: --connect-url: {reason.replace('admin:s3cret@', '***@')}"), err
+    assert "s3cret" not in out + err
+
+
+def test_since_is_a_time_in_utc_or_one_line_saying_what_to_write(capsys: pytest.CaptureFixture[str]) -> None:
+    assert utc_time("2026-03-01T10:00+08:00").isoformat() == "2026-03-01T02:00:00+00:00"
+    assert utc_time("2026-03-01T10:00Z").isoformat() == "2026-03-01T10:00:00+00:00"
+    assert utc_time("2026-03-01 10:00").isoformat() == "2026-03-01T10:00:00+00:00"
+    assert utc_time("2026-03-01").isoformat() == "2026-03-01T00:00:00+00:00"
+    for bad in ("garbage", "10:00+08:00"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["replay-dead-letters", "--config", EXAMPLE, "--since", bad])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument --since: {bad!r} is not a time: write YYYY-MM-DD, YYYY-MM-DDTHH:MM (UTC)" in err
+        assert "Traceback" not in err
 
 
 def test_missing_command_is_a_usage_error() -> None:
