@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import glob
 import hashlib
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -111,7 +114,9 @@ def log4j_file(level: str) -> Path:
     """A log4j2 configuration for a JVM this process starts: every logger at ``level``, the loggers of
     :data:`EXPECTED_WARNINGS` at ERROR when that is WARN, on stderr in the format of cdc_delta's own
     lines. Without it Spark prints its default profile's banner and Hadoop's native-library warning
-    before the session can set a level. Written once per content, in the temporary folder."""
+    before the session can set a level. Written in a folder of this process's own (mode 0700, an
+    unpredictable name, removed at exit): a file at a shared, predictable path could be replaced by
+    another user of the machine with a configuration of theirs."""
     lines = [
         "status = error",
         f"rootLogger.level = {level}",
@@ -125,12 +130,17 @@ def log4j_file(level: str) -> Path:
     for i, name in enumerate(EXPECTED_WARNINGS if level == "WARN" else ()):
         lines += [f"logger.expected{i}.name = {name}", f"logger.expected{i}.level = error"]
     text = "\n".join(lines) + "\n"
-    path = Path(tempfile.gettempdir()) / f"cdc-delta-log4j2-{hashlib.sha256(text.encode()).hexdigest()[:12]}.properties"
-    if not path.exists() or path.read_text() != text:
-        staging = path.with_name(f"{path.name}.{os.getpid()}")
-        staging.write_text(text)
-        staging.replace(path)
+    path = _private_dir() / f"log4j2-{hashlib.sha256(text.encode()).hexdigest()[:12]}.properties"
+    if not path.exists():
+        path.write_text(text)
     return path
+
+
+@functools.cache
+def _private_dir() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="cdc-delta-"))  # 0700, made by this process only
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -> SparkSession:

@@ -14,8 +14,12 @@ class MetricsConfig(Frozen):
     port: int | None = Field(default=None, ge=0, le=65535)
     """Port of the stream's HTTP endpoint: ``/metrics`` (Prometheus text format) and ``/healthz``.
     Unset: no endpoint. ``0`` picks a free port (logged at start)."""
-    host: str = "0.0.0.0"
-    """Address the endpoint listens on (``127.0.0.1`` to keep it to this machine)."""
+    host: str = "127.0.0.1"
+    """Address the endpoint listens on: this machine only by default; ``0.0.0.0`` (every interface) where
+    a Prometheus on another host scrapes it, or in a container whose port is published."""
+    request_timeout_seconds: float = Field(default=10, gt=0)
+    """A client that sends no complete request (or reads no answer) for this long is disconnected, so
+    that a slow or stuck client cannot hold the endpoint's threads."""
     unhealthy_after_seconds: float = Field(default=600, gt=0)
     """``/healthz`` answers 503 once no batch has finished for this long while a batch runs or records
     wait in Kafka (an idle stream with nothing to read stays healthy), and at once when the query has

@@ -89,6 +89,8 @@ class MetricsServer:
 
 def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = server.config.metrics.request_timeout_seconds  # socket timeout of each connection
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             path = self.path.split("?")[0]
             if path == "/metrics":
