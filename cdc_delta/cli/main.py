@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from cdc_delta import __version__
-from cdc_delta.cli import connectors, demo, jobs, stream
+from cdc_delta.cli import connectors, demo, jobs, status, stream
 from cdc_delta.cli.common import logger
 from cdc_delta.exceptions import CdcDeltaError
 
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, with tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (stream, jobs, connectors, demo):
+    for group in (stream, status, jobs, connectors, demo):
         group.add_commands(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""Commands of the stream and its tables: stream, status, replay-dead-letters, check-config, sql."""
+"""Commands of the stream and its tables: stream, replay-dead-letters, check-config, sql, resume, rebuild, merge."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from cdc_delta.cli.common import add_config_argument, dash, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import load_config
 from cdc_delta.views.catalog import register_delta_tables
 
@@ -71,62 +71,6 @@ def root_cause(text: str) -> str:
     head = text.split("=== Streaming Query ===")[0]
     causes = [line.strip() for line in head.splitlines() if re.match(r"\s*[\w.]+(Exception|Error): ", line)]
     return causes[-1] if causes else head.strip().splitlines()[0]
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    import time
-
-    from cdc_delta.changelog.status import landed_offsets, with_pending
-    from cdc_delta.delta.status import dead_letter_count, table_status
-    from cdc_delta.kafka.offsets import partition_lag
-
-    config = load_config(args.config)
-    kafka = config.kafka
-    lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
-    newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
-    tables = with_pending(config, table_status(config))
-    print(f"{'topic':<40} {'part':>4} {'end':>10} {'landed':>10} {'group':>10} {'lag':>8}")
-    for lag in lags:
-        at = landed.get((lag.topic, lag.partition))
-        print(
-            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {dash(at):>10} {dash(lag.committed):>10} "
-            f"{dash(lag.lag):>8}"
-        )
-    total = sum(lag.lag or 0 for lag in lags)
-    print(
-        f"total lag: {total} events over {len(lags)} partitions (consumer group {config.app_id}; 'landed' is the "
-        f"next offset after the last one the changelog's recent landings hold); newest landing: {dash(newest)}\n"
-    )
-    now = time.time()
-    print(
-        f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'merged':>7} {'pending':>8} "
-        f"{'merge lag':>9} {'rows':>10} {'deleted':>8}"
-    )
-    for st in tables:
-        fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
-        when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
-        behind = None if st.oldest_pending_s is None else f"{st.oldest_pending_s:.0f}s"
-        print(
-            f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} {dash(st.merged_seq):>7} "
-            f"{st.pending:>8} {dash(behind):>9} {dash(st.rows):>10} {dash(st.deleted):>8}"
-        )
-    pending = [st for st in tables if st.pending]
-    if pending:
-        waiting = sum(st.pending for st in pending)
-        oldest = max(st.oldest_pending_s or 0.0 for st in pending)
-        print(
-            f"merges: {waiting} changes pending in {len(pending)} tables, the oldest landed {oldest:.0f}s ago "
-            f"(merge.max_delay_seconds {config.merge.max_delay_seconds:g}; the live views in `cdc-delta sql` "
-            "include them)"
-        )
-    for st in tables:
-        if st.stopped_reason is not None:
-            print(f"stopped: {st.table}: {st.stopped_reason}")
-        if st.unreadable is not None:
-            print(f"unreadable: {st.table}: {st.unreadable}")
-    dead = dead_letter_count(config)
-    print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
-    return 0
 
 
 def utc_time(text: str) -> dt.datetime:
@@ -286,10 +230,6 @@ def add_commands(sub: Any) -> None:
         help="process what is in Kafka now, then exit (Spark's availableNow trigger)",
     )
     stream.set_defaults(func=cmd_stream)
-
-    status = sub.add_parser("status", help="lag per partition, freshness and last commit per table, dead letters")
-    add_config_argument(status)
-    status.set_defaults(func=cmd_status)
 
     replay = sub.add_parser(
         "replay-dead-letters",

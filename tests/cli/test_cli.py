@@ -199,3 +199,25 @@ def test_sigterm_while_a_command_waits_ends_with_one_line(tmp_path: Path) -> Non
     code, _, err = _stopped_while_waiting(config, "connectors", "status")  # retrying the worker that is not there
     assert code == 128 + signal.SIGTERM
     assert err.splitlines() == ["cdc-delta: stopped by SIGTERM"]
+
+
+def test_status_names_what_needs_attention() -> None:
+    from cdc_delta.cli.status import Status
+    from cdc_delta.delta.status import TableStatus
+    from cdc_delta.kafka.offsets import PartitionLag
+
+    lags = [PartitionLag("t", 0, end=500, committed=100), PartitionLag("t", 1, end=50, committed=None)]
+    tables = [
+        TableStatus("db.a", pending=3, oldest_pending_s=700.0),
+        TableStatus("db.b", stopped_reason="table db.b failed: boom"),
+        TableStatus("db.c", pending=1, oldest_pending_s=20.0),
+    ]
+    status = Status(lags, {}, 7, tables, 0)
+    assert status.total_lag == 400
+    assert status.problems(None, None) == ["stopped: db.b: table db.b failed: boom"]
+    assert status.problems(400, 700) == ["stopped: db.b: table db.b failed: boom"]  # at a threshold is not over it
+    assert status.problems(399, 600) == [
+        "lag 400 events is over --max-lag 399",
+        "merge lag: db.a: 700s is over --max-merge-lag 600",
+        "stopped: db.b: table db.b failed: boom",
+    ]

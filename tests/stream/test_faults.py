@@ -204,6 +204,7 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     lk.seen["gone_exists"] = gone_path.exists()
     lk.seen["faults_good"] = table_rows(spark, lk.cfg, "db.good")
     lk.runs["status"] = cli(config, "status")
+    lk.runs["status_json"] = cli(config, "status", "--json", "--max-merge-lag", "100000")
 
     # 4. Recovery as the messages say: the lost files restored and the table resumed; the deleted
     # table restored from its backup; a restart merges what stayed pending.
@@ -241,11 +242,20 @@ def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake:
         "resume-table --table db.broken` and restart the stream: it merges them (2 changes pending)"
     )
     status = lake.runs["status"]
-    assert status.code == 0 and "stopped: db.broken: table db.broken failed: " in status.log, status.log
+    assert status.code == 1 and "stopped: db.broken: table db.broken failed: " in status.log, status.log
     assert "unreadable: db.broken: " in status.log and "not found" in status.log, status.log
     # Its changes stay pending, and those of db.braces and of the deleted table (all 5 of its changes: no
     # table holds any); status counts them.
     assert "merges: 8 changes pending in 3 tables" in status.log, status.log
+    # The same as JSON, for a probe or a supervisor: exit 1 while a table is stopped.
+    as_json = lake.runs["status_json"]
+    assert as_json.code == 1, as_json.log
+    reported, _ = json.JSONDecoder().raw_decode(as_json.log)  # stdout's document, then stderr
+    tables = {t["table"]: t for t in reported["tables"]}
+    assert tables["db.broken"]["stopped_reason"].startswith("table db.broken failed: ")
+    assert tables["db.broken"]["pending"] == 2 and tables["db.good"]["stopped_reason"] is None
+    assert sum(t["pending"] for t in tables.values()) == 8 and reported["dead_letters"] == 1
+    assert [p.split(":")[0] for p in reported["problems"]] == ["stopped", "unreadable", "stopped", "stopped"]
     # The failing table did not fail the merge of the others.
     assert lake.seen["faults_good"][0][4] == {"id": 4, "name": "g4"}
     resume = lake.runs["resume"]

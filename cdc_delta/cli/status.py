@@ -1,0 +1,159 @@
+"""``cdc-delta status``: where the stream is (lag per partition, the newest landing), where each table
+is (merged, pending, merge lag, rows, stopped), and the dead letters; as text or JSON, and an exit code
+a supervisor or a probe can act on."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdc_delta.cli.common import add_config_argument, dash
+from cdc_delta.config import AppConfig, load_config
+
+if TYPE_CHECKING:
+    from cdc_delta.delta.status import TableStatus
+    from cdc_delta.kafka.offsets import PartitionLag
+
+ATTENTION = 1
+"""The exit code when a table is stopped or unreadable, or a threshold given is passed."""
+
+
+@dataclass(frozen=True)
+class Status:
+    lags: list[PartitionLag]
+    landed: dict[tuple[str, int], int]
+    newest_landing: int | None
+    tables: list[TableStatus]
+    dead_letters: int
+
+    @property
+    def total_lag(self) -> int:
+        return sum(lag.lag or 0 for lag in self.lags)
+
+    def problems(self, max_lag: int | None, max_merge_lag_s: float | None) -> list[str]:
+        """What needs attention, one line each."""
+        out = []
+        if max_lag is not None and self.total_lag > max_lag:
+            out.append(f"lag {self.total_lag} events is over --max-lag {max_lag}")
+        for st in self.tables:
+            if st.stopped_reason is not None:
+                out.append(f"stopped: {st.table}: {st.stopped_reason}")
+            if st.unreadable is not None:
+                out.append(f"unreadable: {st.table}: {st.unreadable}")
+            behind = st.oldest_pending_s
+            if max_merge_lag_s is not None and behind is not None and behind > max_merge_lag_s:
+                out.append(f"merge lag: {st.table}: {behind:.0f}s is over --max-merge-lag {max_merge_lag_s:g}")
+        return out
+
+
+def read_status(config: AppConfig) -> Status:
+    from cdc_delta.changelog.status import landed_offsets, with_pending
+    from cdc_delta.delta.status import dead_letter_count, table_status
+    from cdc_delta.kafka.offsets import partition_lag
+
+    kafka = config.kafka
+    lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+    newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
+    tables = with_pending(config, table_status(config))
+    return Status(lags, landed, newest, tables, dead_letter_count(config))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    status = read_status(config)
+    problems = status.problems(args.max_lag, args.max_merge_lag)
+    if args.json:
+        print(json.dumps(as_json(config, status, problems), indent=2, default=str))
+    else:
+        print_text(config, status, problems)
+    return ATTENTION if problems else 0
+
+
+def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str, Any]:
+    return {
+        "app_id": config.app_id,
+        "partitions": [
+            {
+                "topic": lag.topic,
+                "partition": lag.partition,
+                "end": lag.end,
+                "landed": status.landed.get((lag.topic, lag.partition)),
+                "committed": lag.committed,
+                "lag": lag.lag,
+            }
+            for lag in status.lags
+        ],
+        "total_lag": status.total_lag,
+        "newest_landing": status.newest_landing,
+        "tables": [dataclasses.asdict(st) for st in status.tables],
+        "dead_letters": status.dead_letters,
+        "problems": problems,
+    }
+
+
+def print_text(config: AppConfig, status: Status, problems: list[str]) -> None:
+    print(f"{'topic':<40} {'part':>4} {'end':>10} {'landed':>10} {'group':>10} {'lag':>8}")
+    for lag in status.lags:
+        at = status.landed.get((lag.topic, lag.partition))
+        print(
+            f"{lag.topic:<40} {lag.partition:>4} {lag.end:>10} {dash(at):>10} {dash(lag.committed):>10} "
+            f"{dash(lag.lag):>8}"
+        )
+    print(
+        f"total lag: {status.total_lag} events over {len(status.lags)} partitions (consumer group "
+        f"{config.app_id}; 'landed' is the next offset after the last one the changelog's recent landings "
+        f"hold); newest landing: {dash(status.newest_landing)}\n"
+    )
+    now = time.time()
+    print(
+        f"{'table':<28} {'version':>7} {'last commit (UTC)':<20} {'freshness':>10} {'merged':>7} {'pending':>8} "
+        f"{'merge lag':>9} {'rows':>10} {'deleted':>8}"
+    )
+    for st in status.tables:
+        fresh = None if st.max_source_ts_ms is None else f"{now - st.max_source_ts_ms / 1000:.0f}s"
+        when = None if st.last_commit is None else st.last_commit.strftime("%Y-%m-%d %H:%M:%S")
+        behind = None if st.oldest_pending_s is None else f"{st.oldest_pending_s:.0f}s"
+        print(
+            f"{st.table:<28} {dash(st.version):>7} {dash(when):<20} {dash(fresh):>10} {dash(st.merged_seq):>7} "
+            f"{st.pending:>8} {dash(behind):>9} {dash(st.rows):>10} {dash(st.deleted):>8}"
+        )
+    pending = [st for st in status.tables if st.pending]
+    if pending:
+        waiting = sum(st.pending for st in pending)
+        oldest = max(st.oldest_pending_s or 0.0 for st in pending)
+        print(
+            f"merges: {waiting} changes pending in {len(pending)} tables, the oldest landed {oldest:.0f}s ago "
+            f"(merge.max_delay_seconds {config.merge.max_delay_seconds:g}; the live views in `cdc-delta sql` "
+            "include them)"
+        )
+    for line in problems:
+        print(line)
+    dead = status.dead_letters
+    print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``status`` on the top-level subparsers."""
+    status = sub.add_parser(
+        "status",
+        help="lag per partition; per table merged, pending, merge lag, rows, stopped; dead letters",
+        description=(
+            "Reads the broker (end and committed offsets) and the Delta logs (no Spark session). Exit codes: 0 "
+            f"all well; {ATTENTION} a table is stopped or unreadable, or --max-lag / --max-merge-lag is passed "
+            "(each reason printed); 2 the config is invalid or the broker cannot be reached."
+        ),
+    )
+    add_config_argument(status)
+    status.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    status.add_argument("--max-lag", type=int, metavar="EVENTS", help=f"exit {ATTENTION} when the total lag is over")
+    status.add_argument(
+        "--max-merge-lag",
+        type=float,
+        metavar="SECONDS",
+        help=f"exit {ATTENTION} when a table's oldest pending change landed longer ago than this",
+    )
+    status.set_defaults(func=cmd_status)
