@@ -1,12 +1,16 @@
-"""A lock file that keeps two runs of a job (maintenance, the nightly snapshot) apart and survives a
-crash of its holder.
+"""A lock that keeps two runs of a job (maintenance, the nightly snapshot) apart and dies with its holder.
 
-Taken with an exclusive create; it holds the holder's host, pid and start time. A lock older than
-the stale timeout, or held by a process that no longer exists on this host, is taken over.
+An advisory lock (``flock``) on a lock file: the operating system releases it when the holding process
+ends, however it ends, so a crashed run never leaves a lock behind and there is nothing to take over
+(taking over a lock judged stale raced: two takers could both win). The file holds the holder's host,
+pid and start time, for the message a refused run prints; it is never deleted (a run that deleted it
+could leave two runs locking two different files). On a filesystem shared by several hosts the lock
+holds where that filesystem supports locks across hosts (NFS does, through its lock manager).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -36,60 +40,45 @@ def lock_path(config: AppConfig, job: Literal["maintenance", "snapshot"]) -> str
 
 
 class LockHeld(CdcDeltaError):
-    """Another run holds the lock and is not stale."""
-
-
-def _holder_alive(holder: dict[str, object]) -> bool:
-    if holder.get("host") != socket.gethostname():
-        return True  # cannot tell: trust the stale timeout
-    try:
-        os.kill(int(holder.get("pid", -1)), 0)  # type: ignore[call-overload]
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError, TypeError):
-        return True
-    return True
-
-
-def _read(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
+    """Another run holds the lock."""
 
 
 @contextmanager
-def exclusive_lock(
-    path: str | os.PathLike[str], stale_after_s: float, wait_s: float = 0.0, what: str = "maintenance"
-) -> Iterator[None]:
+def exclusive_lock(path: str | os.PathLike[str], wait_s: float = 0.0, what: str = "maintenance") -> Iterator[None]:
     """Hold the lock at ``path`` for the block; wait up to ``wait_s`` for it, else raise LockHeld.
     ``what`` names the job in messages."""
     lock = Path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            with os.fdopen(fd, "w") as out:
-                json.dump(me, out)
-            break
-        except FileExistsError:
-            holder = _read(lock)
-            age = time.time() - float(holder.get("since", 0) or 0)  # type: ignore[arg-type]
-            if age > stale_after_s or not _holder_alive(holder):
-                logger.warning("taking over a stale %s lock %s (held by %s, %.0fs old)", what, lock, holder, age)
-                lock.unlink(missing_ok=True)
-                continue
-            if time.monotonic() >= deadline:
-                raise LockHeld(
-                    f"{what} is already running (lock {lock} held by pid {holder.get('pid')} on "
-                    f"{holder.get('host')} for {age:.0f}s); this run exits without doing anything"
-                ) from None
-            time.sleep(1)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        yield
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockHeld(_held_message(lock, what)) from None
+                time.sleep(1)
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # no holder now; the file stays (see the module's docstring)
     finally:
-        if _read(lock).get("pid") == me["pid"]:
-            lock.unlink(missing_ok=True)
+        os.close(fd)  # releases the lock
+
+
+def _held_message(lock: Path, what: str) -> str:
+    try:
+        holder = json.loads(lock.read_text() or "{}")
+    except (OSError, json.JSONDecodeError):
+        holder = {}
+    if not isinstance(holder, dict) or not holder:
+        by = "another run (starting now)"
+    else:
+        age = time.time() - float(holder.get("since", time.time()))
+        by = f"pid {holder.get('pid')} on {holder.get('host')} for {age:.0f}s"
+    return f"{what} is already running (lock {lock} held by {by}); this run did nothing"

@@ -27,10 +27,10 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         spark = _hive_session(config) if config.live_tables.enabled else spark_for(config)
         try:
             report = run.report = run_maintenance(spark, config, wait_s=args.wait)
-        except LockHeld as exc:  # an overlapping scheduled run is not a failure: the running one does the work
-            print(f"cdc-delta maintain: {exc}")
-            run.exit_code = 0
-            return 0
+        except LockHeld as exc:  # an overlapping run: the running one does the work; as the snapshot answers
+            print(f"cdc-delta maintain: {exc}", file=sys.stderr)
+            run.exit_code = EXIT_NOT_READY
+            return EXIT_NOT_READY
         if config.live_tables.enabled:  # columns the stream added or widened since the last run
             _print_registered(register(spark, config))
         run.exit_code = 0
@@ -57,7 +57,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
 
 EXIT_NOT_READY = 75
-"""EX_TEMPFAIL: the snapshot's input is not complete yet (or another run holds the lock); retry later."""
+"""EX_TEMPFAIL: the snapshot's input is not complete yet, or another run of the job holds its lock (maintain
+and snapshot alike); nothing was done: retry later."""
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -157,6 +158,12 @@ def add_commands(sub: Any) -> None:
     maintain = sub.add_parser(
         "maintain",
         help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM, checkpoint (safe beside the stream)",
+        description=(
+            "OPTIMIZE, purge tombstones past maintenance.tombstone_retention_hours, VACUUM and checkpoint every "
+            "table, and apply the changelog's retention, beside the running stream. Exits "
+            f"{EXIT_NOT_READY} without doing anything when another maintenance run holds the lock (it does the "
+            "work), 2 on a bad config."
+        ),
     )
     add_config_argument(maintain)
     maintain.add_argument(

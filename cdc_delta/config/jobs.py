@@ -29,8 +29,6 @@ class MaintenanceConfig(Frozen):
     lock_path: str | None = None
     """Lock file that keeps two runs apart (a local or shared filesystem path);
     default ``<storage.root>/_cdc_maintenance.lock`` when the root is local."""
-    lock_stale_after_minutes: float = Field(default=120, gt=0)
-    """A lock older than this is taken to belong to a crashed run and is taken over."""
     report_dir: str | None = None
     """Where the JSON report of each run goes; default ``<storage.root>/_cdc_maintenance_reports``."""
     concurrency: int = Field(default=2, ge=1)

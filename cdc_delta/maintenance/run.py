@@ -130,7 +130,7 @@ def run_maintenance(
             m.vacuum_retention_hours,
         )
     started = time.monotonic()
-    with exclusive_lock(lock_path(config, "maintenance"), m.lock_stale_after_minutes * 60, wait_s):
+    with exclusive_lock(lock_path(config, "maintenance"), wait_s):
         commands.configure_session(spark, m)
         history = published_all(spark, config)  # once for every table
         watermarks = landing_watermarks(landings(spark, config))  # likewise

@@ -297,7 +297,7 @@ def run_snapshot(
         raise ConfigError(clashes)
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
-    with exclusive_lock(lock_path(config, "snapshot"), stale_after_s=12 * 3600, what="snapshot"):
+    with exclusive_lock(lock_path(config, "snapshot"), what="snapshot"):
         readiness = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         history = published_all(spark, config)

@@ -1,4 +1,7 @@
-"""Maintenance runs (separate processes) while the batch function keeps merging: nothing is lost."""
+"""Maintenance runs (separate processes) while the batch function keeps merging: nothing is lost.
+
+Batches are merged for as long as each maintenance process runs (at least one batch per round), so the
+test's time is the maintenance runs' own, whatever this machine's speed."""
 
 from __future__ import annotations
 
@@ -51,11 +54,11 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
     config = load_config(config_path, env={})
     processor = BatchProcessor(config)
     generator = ChangeGenerator(DEMO_TABLES, seed=11)
-    changes = iter(generator.changes(3000))
+    changes = iter(generator.changes(1_000_000))  # drawn as the batches need them
     offsets: dict[str, int] = {}
     batch_id = 0
 
-    def merge_one_batch(size: int = 150) -> bool:
+    def merge_one_batch(size: int = 150) -> None:
         nonlocal batch_id
         records = []
         for change in changes:
@@ -63,25 +66,23 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
             records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
             if len(records) == size:
                 break
-        if not records:
-            return False
         processor.process(kafka_frame(spark, records), batch_id)
         batch_id += 1
-        return True
 
     merge_one_batch()
     for _ in range(2):
         first = maintain(config_path)
         second = maintain(config_path)  # overlaps the first: refused by the lock, exits cleanly
-        while first.poll() is None and merge_one_batch():
-            pass
+        merge_one_batch()
+        while first.poll() is None:
+            merge_one_batch()
         out_first, out_second = first.communicate(timeout=300)[0], second.communicate(timeout=300)[0]
-        assert first.returncode == 0 and second.returncode == 0, out_first[-2000:] + out_second[-2000:]
+        codes = (first.returncode, second.returncode)
+        assert set(codes) <= {0, 75}, out_first[-2000:] + out_second[-2000:]
         ran = [out for out in (out_first, out_second) if "maintenance done" in out]
         refused = [out for out in (out_first, out_second) if "maintenance is already running" in out]
         assert len(ran) >= 1 and len(ran) + len(refused) == 2
-    while merge_one_batch():
-        pass
+        assert codes.count(75) == len(refused)  # a held lock: exit 75 (retry later), as the snapshot answers
     final = maintain(config_path)
     assert final.wait(timeout=300) == 0
     for name, sources in (("inventory.orders", DEMO_TABLES[:1]), ("shop.orders", DEMO_TABLES[1:])):
