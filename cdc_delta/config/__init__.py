@@ -8,12 +8,14 @@ Sections live in their own modules (:mod:`.app`, :mod:`.tables`, :mod:`.jobs`); 
 where callers import them from.
 """
 
-from cdc_delta.config.app import AppConfig, KafkaConfig, SparkConfig, StorageConfig
+from cdc_delta.config.app import AppConfig, SparkConfig, StorageConfig
 from cdc_delta.config.common import is_uri
 from cdc_delta.config.connect import ConnectConfig
+from cdc_delta.config.env_overrides import ENV_PREFIX
 from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.kafka import KafkaConfig
 from cdc_delta.config.live_tables import LiveTablesConfig
-from cdc_delta.config.loading import ENV_PREFIX, load_config, parse_config
+from cdc_delta.config.loading import load_config, parse_config
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig

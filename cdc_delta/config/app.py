@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from cdc_delta.config.common import Frozen, absolute, check_regex
+from cdc_delta.config.common import Frozen, absolute
 from cdc_delta.config.connect import ConnectConfig
+from cdc_delta.config.durations import check_trigger_interval
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
+from cdc_delta.config.kafka import KafkaConfig, unsubscribed
 from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
@@ -19,53 +21,6 @@ from cdc_delta.config.tables import TableConfig
 from cdc_delta.exceptions import ConfigError
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-class KafkaConfig(Frozen):
-    """Where the change events come from."""
-
-    bootstrap_servers: str = "127.0.0.1:9092"
-    """Comma-separated host:port list of the Kafka brokers."""
-    topics: list[str] = Field(default_factory=list)
-    """Topics to subscribe to. Leave empty to use ``topic_pattern``."""
-    topic_pattern: str | None = None
-    """A regex of topics to subscribe to (Spark's ``subscribePattern``), instead of ``topics``. Like Spark,
-    it matches anywhere in a topic name: anchor it (``^dbserver1\\.inventory\\..*$``) so that it does not
-    also catch ``dbserver1-history`` or another connector's topics."""
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
-    """Where a new stream (no checkpoint yet) starts reading."""
-    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
-    """Upper bound on records per micro-batch; unset reads everything available."""
-    value_format: Literal["json", "avro"] = "json"
-    """Encoding of the record values: ``json``, Debezium's JsonConverter output (with or without
-    schemas); ``avro``, Confluent's AvroConverter output (magic byte, schema id, Avro binary), its
-    schemas read from ``schema_registry``. Keys are not read (a row's key comes from its image), so
-    ``key.converter`` may be either."""
-    unescape_field_names: bool = False
-    """Avro only: the connectors set ``field.name.adjustment.mode: avro_unicode``, so column names
-    arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the
-    characters Avro refuses arrive as ``_`` and the tables use those names.)"""
-    startup_timeout_seconds: float = Field(default=30, gt=0)
-    """How long the stream waits at start for a broker to answer; then it exits 2 naming
-    ``bootstrap_servers``. Checked for PLAINTEXT brokers only: with ``kafka.security.protocol`` set in
-    ``options``, Spark's Kafka client is the first to connect."""
-    unreachable_timeout_seconds: float = Field(default=300, ge=0)
-    """While the stream runs, it asks the brokers every 15 s; when they stop answering it says so in
-    one line (again once a minute), and after this long it stops and exits 2 naming
-    ``bootstrap_servers`` (to be restarted by its supervisor). 0: keep waiting. PLAINTEXT brokers only,
-    like ``startup_timeout_seconds``."""
-    options: dict[str, str] = Field(default_factory=dict)
-    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
-    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.stream.query.SOURCE_DEFAULTS`)."""
-
-    @model_validator(mode="after")
-    def _one_subscription(self) -> KafkaConfig:
-        if self.topics and self.topic_pattern:
-            raise ValueError("set either kafka.topics or kafka.topic_pattern, not both")
-        check_regex(self.topic_pattern, "kafka.topic_pattern")
-        if self.unescape_field_names and self.value_format != "avro":
-            raise ValueError("kafka.unescape_field_names applies to Avro records only: set kafka.value_format: avro")
-        return self
 
 
 class SparkConfig(Frozen):
@@ -120,14 +75,15 @@ class AppConfig(Frozen):
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     trigger_interval: str = "10 seconds"
-    """Micro-batch trigger interval for the stream."""
+    """Micro-batch trigger interval for the stream, as Spark reads it: ``10 seconds``, ``1 minute``,
+    ``500 milliseconds``."""
     truncate_policy: Literal["soft_delete", "skip", "dead_letter"] = "soft_delete"
     """What a TRUNCATE (op ``t``) does: soft-delete every row of that source table written before it,
     skip it (counted), or park it in the dead letters for a person to decide."""
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     connect: ConnectConfig = Field(default_factory=ConnectConfig)
-    schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig)
+    schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig, validate_default=True)
     """Where ``kafka.value_format: avro`` reads its schemas."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     """Prometheus metrics and health of the stream; metrics files of the jobs."""
@@ -160,6 +116,30 @@ class AppConfig(Frozen):
     def _app_id(cls, value: str) -> str:
         if not _APP_ID.fullmatch(value):
             raise ValueError(f"app_id {value!r} must be letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("trigger_interval", mode="before")
+    @classmethod
+    def _trigger_interval(cls, value: object) -> object:
+        return check_trigger_interval(value)
+
+    @field_validator("kafka")
+    @classmethod
+    def _subscribed(cls, value: KafkaConfig, info: ValidationInfo) -> KafkaConfig:
+        problem = unsubscribed(value, info.data.get("tables") or [])
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("schema_registry")
+    @classmethod
+    def _registry(cls, value: SchemaRegistryConfig, info: ValidationInfo) -> SchemaRegistryConfig:
+        kafka = info.data.get("kafka")
+        if kafka is not None and kafka.value_format == "avro" and "url" not in value.model_fields_set:
+            raise ValueError(
+                "value_format avro needs schema_registry.url, the registry holding the Avro schemas: "
+                "write schema_registry: {url: http://schema-registry:8081}"
+            )
         return value
 
     @field_validator("tables")

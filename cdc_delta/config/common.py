@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from cdc_delta.exceptions import ConfigError
 
@@ -51,6 +51,17 @@ class PasswordSource(Frozen):
     def _one_password(self) -> PasswordSource:
         if self.password_env and self.password_file:
             raise ValueError(f"set {self.SECTION}.password_env or password_file, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _password_env_set(self, info: ValidationInfo) -> PasswordSource:
+        """When the loader is given the environment (``context={"env": ...}``), the variable must be in it."""
+        env = (info.context or {}).get("env")
+        if env is not None and self.password_env and self.password_env not in env:
+            raise ValueError(
+                f"{self.SECTION}.password_env names {self.password_env}, which is not set in the environment: "
+                f"set it, or read the password from a file with {self.SECTION}.password_file"
+            )
         return self
 
     def password(self) -> str | None:

@@ -1,9 +1,10 @@
-"""Read the config file, apply ``CDC_DELTA__SECTION__FIELD`` overrides, and explain what is wrong."""
+"""Read the config file, apply ``CDC_DELTA__SECTION__FIELD`` overrides, and explain what is wrong: every
+problem at once, one line each."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,57 +12,53 @@ import yaml
 from pydantic import ValidationError
 
 from cdc_delta.config.app import AppConfig
+from cdc_delta.config.env_overrides import apply_env
+from cdc_delta.config.inline_secrets import inline_secrets
+from cdc_delta.config.problems import Problem, describe, location, placed, report
+from cdc_delta.config.yaml_file import Repeated, read_yaml
 from cdc_delta.exceptions import ConfigError
 
-ENV_PREFIX = "CDC_DELTA__"
+
+def _twice(repeated: Repeated) -> str:
+    lines = repeated.first_line, repeated.second_line
+    where = f"on line {lines[0]}" if lines[0] == lines[1] else f"on lines {lines[0]} and {lines[1]}"
+    return f"is given twice, {where}: YAML keeps only the second; write it once"
 
 
-def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    for name, raw in sorted(env.items()):
-        if not name.startswith(ENV_PREFIX):
-            continue
-        path = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
-        node = data
-        for part in path[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"environment variable {name}: {part!r} is not a section of the config")
-            node = child
-        node[path[-1]] = yaml.safe_load(raw) if raw.strip() else raw
-    return data
-
-
-def _describe(exc: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration in {source}:"]
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            msg = "is required but missing"
-        elif err["type"] == "extra_forbidden":
-            msg = "is not a known setting (check the spelling; see streaming/example-config.yaml)"
-        lines.append(f"  - {where}: {msg}")
-    return "\n".join(lines)
+def _validate(
+    data: Mapping[str, Any], source: str, env: Mapping[str, str], repeated: Sequence[Repeated], check_env: bool
+) -> AppConfig:
+    merged, origins, env_problems = apply_env(data, env, AppConfig)
+    problems = [Problem(var, why, from_env=True) for var, why in env_problems]
+    problems += [Problem(location(r.loc, merged, AppConfig), _twice(r)) for r in repeated]
+    problems += [
+        Problem(placed(loc, merged, origins, AppConfig, data)[0], why) for loc, why in inline_secrets(merged, origins)
+    ]
+    try:
+        config = AppConfig.model_validate(merged, context={"env": env} if check_env else None)
+    except ValidationError as exc:
+        problems += describe(exc, merged, origins, AppConfig, data)
+    if problems:
+        raise ConfigError(report(problems, source))
+    return config
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<dict>", env: Mapping[str, str] | None = None) -> AppConfig:
-    """Validate a config mapping (plus ``CDC_DELTA__`` overrides from ``env``)."""
-    merged = _apply_env(dict(data), env or {})
-    try:
-        return AppConfig.model_validate(merged)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
+    """Validate a config mapping (plus ``CDC_DELTA__`` overrides from ``env``). Given ``env``, a
+    ``password_env`` must name a variable set in it."""
+    return _validate(data, source, env or {}, (), check_env=env is not None)
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> AppConfig:
-    """Read and validate the config file at ``path``; environment overrides come from ``os.environ``."""
+    """Read and validate the config file at ``path``; environment overrides come from ``env``, by default
+    ``os.environ``. Given ``env``, a ``password_env`` must name a variable set in it."""
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"config file {str(file)!r} does not exist; pass --config PATH to an existing file")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data, repeated = read_yaml(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {str(file)!r} is not valid YAML/JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(file)!r} must hold a mapping (app_id:, storage:, tables: ...)")
-    return parse_config(data, str(file), os.environ if env is None else env)
+    return _validate(data, str(file), os.environ if env is None else env, repeated, check_env=env is not None)

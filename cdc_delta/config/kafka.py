@@ -1,0 +1,117 @@
+"""The ``kafka`` section: where the change events come from, and which topics the stream subscribes to."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from cdc_delta.config.common import Frozen, check_regex
+from cdc_delta.config.tables import TableConfig
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+
+
+class KafkaConfig(Frozen):
+    """Where the change events come from."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    """Comma-separated host:port list of the Kafka brokers."""
+    topics: list[str] = Field(default_factory=list)
+    """Topics to subscribe to. Leave empty to use ``topic_pattern``."""
+    topic_pattern: str | None = None
+    """A regex of topics to subscribe to (Spark's ``subscribePattern``), instead of ``topics``. Like Spark,
+    it matches anywhere in a topic name: anchor it (``^dbserver1\\.inventory\\..*$``) so that it does not
+    also catch ``dbserver1-history`` or another connector's topics."""
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a new stream (no checkpoint yet) starts reading."""
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    """Upper bound on records per micro-batch; unset reads everything available."""
+    value_format: Literal["json", "avro"] = "json"
+    """Encoding of the record values: ``json``, Debezium's JsonConverter output (with or without
+    schemas); ``avro``, Confluent's AvroConverter output (magic byte, schema id, Avro binary), its
+    schemas read from ``schema_registry``. Keys are not read (a row's key comes from its image), so
+    ``key.converter`` may be either."""
+    unescape_field_names: bool = False
+    """Avro only: the connectors set ``field.name.adjustment.mode: avro_unicode``, so column names
+    arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the
+    characters Avro refuses arrive as ``_`` and the tables use those names.)"""
+    startup_timeout_seconds: float = Field(default=30, gt=0)
+    """How long the stream waits at start for a broker to answer; then it exits 2 naming
+    ``bootstrap_servers``. Checked for PLAINTEXT brokers only: with ``kafka.security.protocol`` set in
+    ``options``, Spark's Kafka client is the first to connect."""
+    unreachable_timeout_seconds: float = Field(default=300, ge=0)
+    """While the stream runs, it asks the brokers every 15 s; when they stop answering it says so in
+    one line (again once a minute), and after this long it stops and exits 2 naming
+    ``bootstrap_servers`` (to be restarted by its supervisor). 0: keep waiting. PLAINTEXT brokers only,
+    like ``startup_timeout_seconds``."""
+    options: dict[str, str] = Field(default_factory=dict)
+    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
+    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.stream.query.SOURCE_DEFAULTS`)."""
+
+    @model_validator(mode="after")
+    def _one_subscription(self) -> KafkaConfig:
+        if self.topics and self.topic_pattern:
+            raise ValueError("set either kafka.topics or kafka.topic_pattern, not both")
+        check_regex(self.topic_pattern, "kafka.topic_pattern")
+        if self.unescape_field_names and self.value_format != "avro":
+            raise ValueError("kafka.unescape_field_names applies to Avro records only: set kafka.value_format: avro")
+        return self
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _bootstrap(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("kafka.bootstrap_servers is empty: write host:port, e.g. 127.0.0.1:9092")
+        bad = [problem for entry in value.split(",") if (problem := _broker_problem(entry.strip()))]
+        if bad:
+            raise ValueError(f"kafka.bootstrap_servers is host:port, comma-separated: {'; '.join(bad)}")
+        return value
+
+
+def _broker_problem(entry: str) -> str | None:
+    """Why ``entry`` of bootstrap_servers is not ``host:port``, or None."""
+    if not entry:
+        return "an entry is empty (two commas in a row, or one at an end): remove it"
+    if "://" in entry:
+        return f"{entry!r} has a scheme: write {entry.split('://', 1)[1].rstrip('/')}"
+    found = _HOST_PORT.fullmatch(entry)
+    if found and 0 < int(found.group(2)) <= 65535:
+        return None
+    if ":" not in entry:
+        return f"{entry!r} has no port: write {entry}:9092"
+    return f"{entry!r} is not host:port (e.g. broker1:9092)"
+
+
+def unsubscribed(kafka: KafkaConfig, tables: Sequence[TableConfig]) -> str | None:
+    """Why the stream's subscription (kafka.topics or kafka.topic_pattern) would never deliver a table's
+    topics, or None. Spark's ``subscribePattern`` matches anywhere in a name (``re.search``); a table's
+    ``topic_pattern`` is checked only against a ``kafka.topics`` list."""
+    if kafka.topic_pattern:
+        pattern = re.compile(kafka.topic_pattern)
+        missed = [f"{topic!r} of table {t.name!r}" for t in tables for topic in t.topics if not pattern.search(topic)]
+        if missed:
+            return (
+                f"kafka.topic_pattern {kafka.topic_pattern!r} does not match topic {', '.join(missed)}: the stream "
+                f"would never read {_them(missed)}; widen the pattern or fix the table's topics"
+            )
+    elif kafka.topics:
+        listed = set(kafka.topics)
+        missed = [f"{topic!r} of table {t.name!r}" for t in tables for topic in t.topics if topic not in listed]
+        missed += [
+            f"topic_pattern {t.topic_pattern!r} of table {t.name!r}"
+            for t in tables
+            if t.topic_pattern and not any(re.fullmatch(t.topic_pattern, topic) for topic in listed)
+        ]
+        if missed:
+            return (
+                f"kafka.topics does not list {', '.join(missed)}: the stream would never read {_them(missed)}; add "
+                "the table's topics to kafka.topics (or subscribe with kafka.topic_pattern)"
+            )
+    return None
+
+
+def _them(items: Sequence[object]) -> str:
+    return "it" if len(items) == 1 else "them"
