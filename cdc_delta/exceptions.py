@@ -1,10 +1,32 @@
-"""The exceptions cdc-delta raises. Every message names the bad input and what to do about it."""
+"""The exceptions cdc-delta raises, and the exit codes the commands end with. Every message names the
+bad input and what to do about it."""
 
 from __future__ import annotations
+
+EXIT_ATTENTION = 1
+"""Done, and something needs a person: data differ (``check``), a table is stopped or behind (``status``),
+a connector's task failed, some dead letters still fail, the stream failed."""
+EXIT_CONFIG = 2
+"""Refused before anything was done: the config, an argument or the state on disk is wrong. Restarting
+does not help until it is fixed."""
+EXIT_UNAVAILABLE = 69
+"""EX_UNAVAILABLE: a service the command needs (Kafka, Kafka Connect, the schema registry, the metastore,
+the source database) cannot be reached; nothing was lost. Restart later."""
+EXIT_NOT_READY = 75
+"""EX_TEMPFAIL: not ready yet (the snapshot's input is not complete), or another run of the job holds its
+lock; nothing was done. Retry later."""
 
 
 class CdcDeltaError(Exception):
     """Base class of every error cdc-delta raises on purpose."""
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code of a command that ended with ``exc``: :data:`EXIT_UNAVAILABLE` for a service out of
+    reach, :data:`EXIT_CONFIG` for any other refusal of cdc-delta's, 1 for the unexpected."""
+    if isinstance(exc, Unavailable):
+        return EXIT_UNAVAILABLE
+    return EXIT_CONFIG if isinstance(exc, CdcDeltaError) else EXIT_ATTENTION
 
 
 class ConfigError(CdcDeltaError):
@@ -23,16 +45,24 @@ class SparkSetupError(CdcDeltaError):
     """The Spark session cannot be built as configured (missing jars, bad Spark setting)."""
 
 
+class Unavailable(CdcDeltaError):
+    """A service the command needs cannot be reached (:data:`EXIT_UNAVAILABLE`)."""
+
+
 class ConnectorError(CdcDeltaError):
     """The Kafka Connect REST API refused or failed a request."""
 
 
+class ConnectUnavailable(ConnectorError, Unavailable):
+    """No Kafka Connect worker answered."""
+
+
+class ConnectorConflict(ConnectorError, Unavailable):
+    """Kafka Connect is rebalancing or the connector is being changed by someone else."""
+
+
 class ConnectorNotFound(ConnectorError):
     """The named connector does not exist on the Kafka Connect cluster."""
-
-
-class ConnectorConflict(ConnectorError):
-    """Kafka Connect is rebalancing or the connector is being changed by someone else."""
 
 
 class SnapshotError(CdcDeltaError):
@@ -47,7 +77,15 @@ class SchemaRegistryError(CdcDeltaError):
     """The schema registry cannot be reached or refused a request; the batch fails, nothing is dead-lettered."""
 
 
-class KafkaUnavailable(CdcDeltaError):
+class RegistryUnavailable(SchemaRegistryError, Unavailable):
+    """The schema registry did not answer."""
+
+
+class MetastoreUnavailable(SnapshotError, Unavailable):
+    """The Hive metastore did not accept a connection."""
+
+
+class KafkaUnavailable(Unavailable):
     """The Kafka brokers cannot be reached; nothing was read or written."""
 
 

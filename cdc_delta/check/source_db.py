@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_delta.config import SourceConfig
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.exceptions import Unavailable
 
 
-class SourceUnavailable(CdcDeltaError):
+class SourceUnavailable(Unavailable):
     """The source database cannot be reached or refuses the login."""
 
 

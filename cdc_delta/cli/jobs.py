@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_NOT_READY, CdcDeltaError
 from cdc_delta.metrics.textfile import job_metrics
 
 if TYPE_CHECKING:
@@ -54,11 +54,6 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         )
     print(f"maintenance done in {report.duration_s}s")
     return 0
-
-
-EXIT_NOT_READY = 75
-"""EX_TEMPFAIL: the snapshot's input is not complete yet, or another run of the job holds its lock (maintain
-and snapshot alike); nothing was done: retry later."""
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -108,7 +103,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     with job_metrics(config, "check") as run:
         report = run.report = run_check(config, args.table)
-        run.exit_code = 1 if report.failed else 0
+        run.exit_code = EXIT_ATTENTION if report.failed else 0
     for table in report.tables:
         print(table.line())
     print(
@@ -206,7 +201,8 @@ def add_commands(sub: Any) -> None:
             "that existed at the probe (live, or deleted by a later change) must equal the source's count, the "
             "newest key must be in Delta, and the newest row event of each partition applied. A table fails "
             "when source.check.attempts probes in a row disagree. Writes a JSON report; exit 0 all equal, "
-            "1 a table failed or the stream is behind (one line each), 2 the source or Kafka cannot be reached."
+            "1 a table failed or the stream is behind (one line each), 2 a bad config, 69 the source or Kafka cannot "
+            "be reached (retry later)."
         ),
     )
     add_config_argument(check)

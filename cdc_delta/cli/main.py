@@ -13,7 +13,7 @@ from types import FrameType
 from cdc_delta import __version__
 from cdc_delta.cli import connectors, demo, jobs, status, stream
 from cdc_delta.cli.common import logger
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.exceptions import CdcDeltaError, exit_code_for
 
 EPILOG = """\
 examples:
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CdcDeltaError as exc:
         logger.debug("failed", exc_info=True)
         print(f"cdc-delta: error: {exc}", file=sys.stderr)
-        return 2
+        return exit_code_for(exc)
     except Stopped as stopped:
         print(f"cdc-delta: stopped by {stopped}", file=sys.stderr)
         return 128 + stopped.signum

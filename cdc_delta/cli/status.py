@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_delta.cli.common import add_config_argument, dash
 from cdc_delta.config import AppConfig, load_config
+from cdc_delta.exceptions import EXIT_ATTENTION
 
 if TYPE_CHECKING:
     from cdc_delta.delta.status import TableStatus
     from cdc_delta.kafka.offsets import PartitionLag
-
-ATTENTION = 1
-"""The exit code when a table is stopped or unreadable, or a threshold given is passed."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(as_json(config, status, problems), indent=2, default=str))
     else:
         print_text(config, status, problems)
-    return ATTENTION if problems else 0
+    return EXIT_ATTENTION if problems else 0
 
 
 def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str, Any]:
@@ -143,17 +141,19 @@ def add_commands(sub: Any) -> None:
         help="lag per partition; per table merged, pending, merge lag, rows, stopped; dead letters",
         description=(
             "Reads the broker (end and committed offsets) and the Delta logs (no Spark session). Exit codes: 0 "
-            f"all well; {ATTENTION} a table is stopped or unreadable, or --max-lag / --max-merge-lag is passed "
-            "(each reason printed); 2 the config is invalid or the broker cannot be reached."
+            f"all well; {EXIT_ATTENTION} a table is stopped or unreadable, or --max-lag / --max-merge-lag is passed "
+            "(each reason printed); 2 the config is invalid; 69 the broker cannot be reached."
         ),
     )
     add_config_argument(status)
     status.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
-    status.add_argument("--max-lag", type=int, metavar="EVENTS", help=f"exit {ATTENTION} when the total lag is over")
+    status.add_argument(
+        "--max-lag", type=int, metavar="EVENTS", help=f"exit {EXIT_ATTENTION} when the total lag is over"
+    )
     status.add_argument(
         "--max-merge-lag",
         type=float,
         metavar="SECONDS",
-        help=f"exit {ATTENTION} when a table's oldest pending change landed longer ago than this",
+        help=f"exit {EXIT_ATTENTION} when a table's oldest pending change landed longer ago than this",
     )
     status.set_defaults(func=cmd_status)

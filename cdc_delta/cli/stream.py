@@ -54,12 +54,13 @@ def cmd_stream(args: argparse.Namespace) -> int:
         stream.finish(merge_pending=args.until_caught_up and not stop.requested.is_set())
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
+        cause = root_cause(str(exc))
         print(
-            f"cdc-delta: the stream failed: {root_cause(str(exc))}\n"
+            f"cdc-delta: the stream failed: {cause}\n"
             "It resumes from its checkpoint when started again; run with -v for the full trace.",
             file=sys.stderr,
         )
-        return 1
+        return exit_code_of_cause(cause)
     finally:
         if server is not None:
             server.close()
@@ -67,10 +68,24 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
 
 def root_cause(text: str) -> str:
-    """The last ``SomeException: message`` line of a Spark error, without the query plan dump."""
+    """The last ``SomeException: message`` line of a Spark error (or one of cdc-delta's exceptions),
+    without the query plan dump."""
     head = text.split("=== Streaming Query ===")[0]
-    causes = [line.strip() for line in head.splitlines() if re.match(r"\s*[\w.]+(Exception|Error): ", line)]
+    pattern = r"\s*([\w.]+(Exception|Error)|cdc_delta\.exceptions\.\w+): "
+    causes = [line.strip() for line in head.splitlines() if re.match(pattern, line)]
     return causes[-1] if causes else head.strip().splitlines()[0]
+
+
+def exit_code_of_cause(cause: str) -> int:
+    """A failed stream's exit code: :data:`EXIT_UNAVAILABLE` when its cause is a service out of reach
+    (restart later), else :data:`EXIT_ATTENTION`."""
+    from cdc_delta import exceptions
+
+    named = re.match(r"cdc_delta\.exceptions\.(\w+): ", cause)
+    kind = getattr(exceptions, named.group(1), None) if named else None
+    if isinstance(kind, type) and issubclass(kind, exceptions.Unavailable):
+        return exceptions.EXIT_UNAVAILABLE
+    return exceptions.EXIT_ATTENTION
 
 
 def utc_time(text: str) -> dt.datetime:

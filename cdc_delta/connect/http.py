@@ -17,7 +17,7 @@ from typing import Any
 import requests
 
 from cdc_delta.config import ConnectConfig
-from cdc_delta.exceptions import CdcDeltaError, ConnectorConflict, ConnectorError, ConnectorNotFound
+from cdc_delta.exceptions import CdcDeltaError, ConnectorConflict, ConnectorError, ConnectorNotFound, ConnectUnavailable
 from cdc_delta.http_client import HttpClient, server_message
 
 
@@ -62,7 +62,7 @@ class ConnectHttp(HttpClient):
         return rebalancing(response)
 
     def unreachable(self, exc: Exception) -> CdcDeltaError:
-        return ConnectorError(
+        return ConnectUnavailable(
             f"cannot reach Kafka Connect at {self.url} ({type(exc).__name__}) after retrying for "
             f"{self.config.retry_seconds:g}s: is the worker running? Check connect.url or --connect-url"
         )

@@ -18,7 +18,7 @@ import requests
 
 from cdc_delta.config import SchemaRegistryConfig
 from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema
-from cdc_delta.exceptions import CdcDeltaError, SchemaRegistryError
+from cdc_delta.exceptions import CdcDeltaError, RegistryUnavailable, SchemaRegistryError
 from cdc_delta.http_client import HttpClient, server_message
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class RegistryHttp(HttpClient):
         return response.status_code >= 500 or response.status_code == 429
 
     def unreachable(self, exc: Exception) -> CdcDeltaError:
-        return SchemaRegistryError(
+        return RegistryUnavailable(
             f"cannot reach the schema registry at {self.url} ({type(exc).__name__}) after retrying for "
             f"{self.config.retry_seconds:g}s: is it running? Check schema_registry.url"
         )

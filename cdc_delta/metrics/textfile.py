@@ -2,7 +2,7 @@
 run, ``<metrics.textfile_dir>/cdc_delta_<job>.prom`` is replaced whole (written aside, then renamed),
 for node_exporter's textfile collector.
 
-Per run: when it ran, how it ended (``exit_code``: 0 done, 75 not ready, 1 failed), how long it took,
+Per run: when it ran, how it ended (``exit_code``: as the command exits), how long it took,
 and when it last succeeded (kept from the previous file when a run fails). Per table: every number of
 the job's JSON report, as ``cdc_delta_<job>_table_<field>{table="db.table"}``."""
 
@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 from prometheus_client.parser import text_string_to_metric_families
 
 from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import exit_code_for
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +39,13 @@ class JobRun:
 @contextlib.contextmanager
 def job_metrics(config: AppConfig, job: str) -> Iterator[JobRun]:
     """``with job_metrics(config, "maintenance") as run: ...; run.report = r; run.exit_code = 0``.
-    The file is written when the block ends, also when it raises (exit code 1)."""
+    The file is written when the block ends, also when it raises (the exit code the command ends with)."""
     run = JobRun(job)
     try:
         yield run
+    except BaseException as exc:
+        run.exit_code = exit_code_for(exc)
+        raise
     finally:
         folder = config.metrics.textfile_dir
         if folder:
@@ -62,7 +66,8 @@ def write_job_metrics(folder: Path, run: JobRun) -> Path:
         Gauge(f"{prefix}_{name}", doc, registry=registry).set(value)
 
     gauge("last_run_timestamp_seconds", f"When the last {run.job} run ended (Unix time)", now)
-    gauge("exit_code", f"Exit code of the last {run.job} run (0 done, 75 not ready, other: failed)", run.exit_code)
+    codes = "0 done, 1 attention, 2 refused, 69 unavailable, 75 not ready"
+    gauge("exit_code", f"Exit code of the last {run.job} run ({codes})", run.exit_code)
     gauge("duration_seconds", f"Wall time of the last {run.job} run", now - run.started)
     if last_success is not None:
         gauge("last_success_timestamp_seconds", f"When a {run.job} run last succeeded (Unix time)", last_success)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import KafkaException
 
 from cdc_delta.config import AppConfig
-from cdc_delta.exceptions import KafkaUnavailable, SnapshotError
+from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.offsets import partition_lag
 from cdc_delta.snapshot.readiness import KafkaPosition, Partition
 
@@ -23,7 +23,7 @@ def kafka_positions_of(config: AppConfig) -> KafkaPositions:
         try:
             lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
         except (KafkaException, KafkaUnavailable) as exc:
-            raise SnapshotError(
+            raise KafkaUnavailable(
                 f"cannot reach Kafka at {kafka.bootstrap_servers} to check readiness: {exc}. "
                 "Fix kafka.bootstrap_servers, or pass --skip-kafka-check to judge from the Delta commits alone "
                 "(quiet partitions never pass then)"

@@ -17,7 +17,7 @@ from pyspark.sql.types import StructField, StructType, TimestampNTZType, Timesta
 
 from cdc_delta.columns import quote
 from cdc_delta.config import AppConfig
-from cdc_delta.exceptions import SnapshotError
+from cdc_delta.exceptions import MetastoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def check_metastore(config: AppConfig, clock: Callable[[], float] = time.monoton
             except OSError as exc:
                 last = exc
         if clock() >= deadline:
-            raise SnapshotError(
+            raise MetastoreUnavailable(
                 f"cannot reach the Hive metastore at {uris} within {timeout:g}s ({last}): is it running? "
                 "Check snapshot.metastore_uri"
             )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_delta.cli.main import main
-from cdc_delta.cli.stream import root_cause, utc_time
+from cdc_delta.cli.stream import exit_code_of_cause, root_cause, utc_time
 from tests.services import free_port
 
 EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
@@ -33,6 +33,19 @@ def test_check_config_prints_resolved_paths(capsys: pytest.CaptureFixture[str]) 
     assert f"shop.orders: key ['id'] -> {Path.cwd()}/var/lake/shop/orders" in out and "is valid" in out
 
 
+def test_a_stream_failed_by_a_service_out_of_reach_exits_69() -> None:
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: An exception was raised by the Python Proxy.\n"
+        "Traceback (most recent call last):\n"
+        "cdc_delta.exceptions.RegistryUnavailable: cannot reach the schema registry at http://r:8081\n"
+    )
+    cause = root_cause(text)
+    assert cause == "cdc_delta.exceptions.RegistryUnavailable: cannot reach the schema registry at http://r:8081"
+    assert exit_code_of_cause(cause) == 69
+    assert exit_code_of_cause("cdc_delta.exceptions.SchemaChangeError: x") == 1
+    assert exit_code_of_cause("java.lang.OutOfMemoryError: heap") == 1
+
+
 def test_root_cause_of_a_spark_stream_failure() -> None:
     text = (
         "[STREAM_FAILED] Query terminated with exception: Traceback (most recent call last):\n"
@@ -49,7 +62,7 @@ def test_bad_config_exits_2_with_the_field(tmp_path: Path, capsys: pytest.Captur
     assert main(["check-config", "--config", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "cdc-delta: error: invalid configuration in" in err
-    assert "tables.0.key: key must name at least one primary-key column" in err
+    assert "tables[a].key: key must name at least one primary-key column" in err
 
 
 @pytest.mark.parametrize(
@@ -145,7 +158,7 @@ def _stopped_while_waiting(config: Path, *args: str) -> tuple[int, str, str]:
 def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
     nowhere = f"127.0.0.1:{free_port()}"
     run = _cli(_config(tmp_path, kafka={"bootstrap_servers": nowhere, "startup_timeout_seconds": 3}), command)
-    assert run.returncode == 2
+    assert run.returncode == 69  # unavailable: restart later
     assert run.stdout == ""
     (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
     assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
@@ -181,7 +194,7 @@ def test_unreachable_connect_worker_metastore_and_source_are_one_line_naming_the
         (["check"], f"cannot connect to the source database cdc@127.0.0.1:{port} ("),
     ):
         run = _cli(config, *command)
-        assert run.returncode == 2, (command, run.stderr)
+        assert run.returncode == 69, (command, run.stderr)
         (line,) = run.stderr.splitlines()
         assert line.startswith(f"cdc-delta: error: {starts}"), line
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cdc_delta.config import parse_config
+from cdc_delta.exceptions import MetastoreUnavailable
 from cdc_delta.maintenance.run import MaintenanceReport, TableReport
 from cdc_delta.metrics.textfile import job_metrics
 from tests import prom
@@ -64,6 +65,10 @@ def test_a_failed_run_says_so_and_keeps_the_last_success(tmp_path: Path) -> None
     key = ("cdc_delta_snapshot_last_success_timestamp_seconds", ())
     assert failed[key] == first[key]
     assert failed[("cdc_delta_snapshot_last_run_timestamp_seconds", ())] >= failed[key]
+    # A service out of reach: the code the command exits with (69, retry later).
+    with pytest.raises(MetastoreUnavailable), job_metrics(config(tmp_path), "snapshot"):
+        raise MetastoreUnavailable("cannot reach the Hive metastore")
+    assert samples(tmp_path / "cdc_delta_snapshot.prom")[("cdc_delta_snapshot_exit_code", ())] == 69
 
 
 def test_no_folder_no_file(tmp_path: Path) -> None:
