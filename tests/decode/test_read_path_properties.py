@@ -728,7 +728,7 @@ def applied_batches(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     return draw(st.permutations(specs))
 
 
-@settings(SETTINGS, max_examples=10)
+@settings(SETTINGS, max_examples=6)
 @given(specs=applied_batches())
 def test_a_batch_never_fails_good_rows_land_and_the_malformed_are_dead_letters(
     spark: Any, tmp_path: Path, specs: list[tuple[Any, ...]]

@@ -42,7 +42,7 @@ def avro_value(encode: Callable[[str, bytes | None], bytes | None], d: Delivery)
 
 
 SETTINGS = settings(
-    max_examples=8,
+    max_examples=6,
     deadline=None,
     derandomize=True,
     print_blob=True,
@@ -56,7 +56,7 @@ def test_delta_tables_equal_the_oracle(spark, batches: list[list[Delivery]], tim
     assert_equal_the_oracle(spark, batches, timing=timing)
 
 
-@settings(SETTINGS, max_examples=6)
+@settings(SETTINGS, max_examples=4)
 @given(batches=delivered_batches())
 def test_avro_delta_tables_equal_the_oracle(
     spark, schema_registry: StandInRegistry, batches: list[list[Delivery]]
@@ -66,7 +66,7 @@ def test_avro_delta_tables_equal_the_oracle(
     assert_equal_the_oracle(spark, batches, encode, avro)
 
 
-@settings(SETTINGS, max_examples=3)
+@settings(SETTINGS, max_examples=2)
 @given(batches=delivered_batches())
 def test_tables_rebuilt_from_the_changelog_equal_the_oracle(spark, batches: list[list[Delivery]]) -> None:
     assert_equal_the_oracle(spark, batches, rebuild=True)
