@@ -18,7 +18,9 @@ if [[ -f "$stamp" && "$stamp" -nt "$pom" ]]; then
   exit 0
 fi
 command -v mvn >/dev/null || { echo "fetch-jars: Maven (mvn) is required: apt-get install maven" >&2; exit 1; }
-rm -rf "$dest" && mkdir -p "$dest"
+# Maven keeps its unpack markers under jvm/<component>/target: left there, a fetch after the POM changed
+# would skip the unpack and leave the plugins folder empty.
+rm -rf "$dest" "$root/jvm/$component/target" && mkdir -p "$dest"
 echo "fetch-jars: resolving $component ($(grep -c '<dependency>' "$pom") artifacts and what they need) into $dest"
 mvn -q -B -s "$root/jvm/settings.xml" -f "$pom" dependency:copy-dependencies \
   -DoutputDirectory="$dest" -DincludeScope=runtime
