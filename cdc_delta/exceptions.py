@@ -85,6 +85,10 @@ class MetastoreUnavailable(SnapshotError, Unavailable):
     """The Hive metastore did not accept a connection."""
 
 
+class KafkaRefused(ConfigError):
+    """The brokers refused this client: its credentials, or the ACLs its user lacks (fix, then restart)."""
+
+
 class KafkaUnavailable(Unavailable):
     """The Kafka brokers cannot be reached; nothing was read or written."""
 

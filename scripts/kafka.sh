@@ -5,7 +5,9 @@
 #   scripts/kafka.sh stop           stop it (SIGTERM, then SIGKILL after 20 s)
 #   scripts/kafka.sh status         running or not, and where
 # Environment: KAFKA_PORT (default 9092; the controller listens on PORT+1), KAFKA_DIR (default
-# var/kafka-PORT: config, data, log, pid), KAFKA_HEAP (default 512m).
+# var/kafka-PORT: config, data, log, pid), KAFKA_HEAP (default 512m). KAFKA_SASL_USERS="admin:pw,cdc:pw2"
+# makes the client listener SASL_PLAINTEXT with PLAIN and those users, with ACLs (StandardAuthorizer): the
+# first user is a super user (the broker's own), the others may do only what ACLs allow.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-status}"
@@ -21,15 +23,17 @@ start() {
   if running; then echo "kafka: already running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; return 0; fi
   "$root/scripts/fetch-jars.sh" kafka
   mkdir -p "$dir/data"
+  local client="PLAINTEXT"
+  [[ -n "${KAFKA_SASL_USERS:-}" ]] && client="SASL_PLAINTEXT"
   cat > "$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$((port + 1))
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$client://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
+advertised.listeners=$client://127.0.0.1:$port
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=$client
+listener.security.protocol.map=$client:$client,CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -38,6 +42,20 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 PROPS
+  if [[ -n "${KAFKA_SASL_USERS:-}" ]]; then
+    local admin="${KAFKA_SASL_USERS%%,*}" users="" entry
+    IFS=',' read -ra entries <<<"$KAFKA_SASL_USERS"
+    for entry in "${entries[@]}"; do users+=" user_${entry%%:*}=\"${entry#*:}\""; done
+    cat >> "$dir/server.properties" <<PROPS
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${admin%%:*}" password="${admin#*:}"$users;
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:${admin%%:*};User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
+PROPS
+    chmod 600 "$dir/server.properties"
+  fi
   cat > "$dir/log4j.properties" <<PROPS
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender

@@ -60,6 +60,8 @@ class NativeKafka:
 
     port: int
     folder: Path
+    sasl_users: str | None = None
+    """``admin:pw,user:pw,...``: a SASL_PLAINTEXT listener with ACLs (scripts/kafka.sh, KAFKA_SASL_USERS)."""
 
     @property
     def bootstrap(self) -> str:
@@ -67,6 +69,8 @@ class NativeKafka:
 
     def _run(self, command: str) -> None:
         env = {**os.environ, "KAFKA_DIR": str(self.folder)}
+        if self.sasl_users:
+            env["KAFKA_SASL_USERS"] = self.sasl_users
         subprocess.run([str(KAFKA_SCRIPT), command, str(self.port)], check=True, env=env, timeout=180)
 
     def start(self) -> None:

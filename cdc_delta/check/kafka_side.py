@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import OK, Decoded, DecodePlan, decode_record
+from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
 
 Partition = tuple[str, int]
@@ -29,7 +30,7 @@ def _subscription(config: AppConfig, table: TableConfig) -> tuple[list[str], str
 
 def end_offsets(config: AppConfig, table: TableConfig) -> dict[Partition, int]:
     topics, pattern = _subscription(config, table)
-    lags = partition_lag(config.kafka.bootstrap_servers, config.app_id, topics, pattern)
+    lags = partition_lag(brokers(config.kafka), config.app_id, topics, pattern)
     return {(p.topic, p.partition): p.end for p in lags}
 
 
@@ -39,7 +40,7 @@ def wait_applied(config: AppConfig, table: TableConfig, ends: dict[Partition, in
     topics, pattern = _subscription(config, table)
     deadline = time.monotonic() + wait_s
     while True:
-        lags = partition_lag(config.kafka.bootstrap_servers, config.app_id, topics, pattern)
+        lags = partition_lag(brokers(config.kafka), config.app_id, topics, pattern)
         done = {(p.topic, p.partition): p.committed or 0 for p in lags}
         short = sum(max(0, end - done.get(tp, 0)) for tp, end in ends.items())
         if short == 0 or time.monotonic() >= deadline:

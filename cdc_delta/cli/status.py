@@ -51,10 +51,11 @@ class Status:
 def read_status(config: AppConfig) -> Status:
     from cdc_delta.changelog.status import landed_offsets, with_pending
     from cdc_delta.delta.status import dead_letter_count, table_status
+    from cdc_delta.kafka.client import brokers
     from cdc_delta.kafka.offsets import partition_lag
 
     kafka = config.kafka
-    lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+    lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
     tables = with_pending(config, table_status(config))
     return Status(lags, landed, newest, tables, dead_letter_count(config))

@@ -29,17 +29,16 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stop = GracefulStop()
     stop.install()
     kafka, watch = config.kafka, None
-    if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
+    if not kafka.raw_security:
+        from cdc_delta.kafka.client import brokers
         from cdc_delta.kafka.offsets import check_reachable
         from cdc_delta.stream.broker_watch import BrokerWatch
 
         # Before Spark starts: its Kafka client would retry an unreachable broker for minutes, in traces.
-        if not check_reachable(kafka.bootstrap_servers, config.app_id, kafka.startup_timeout_seconds, stop.requested):
+        if not check_reachable(brokers(kafka), config.app_id, kafka.startup_timeout_seconds, stop.requested):
             print("cdc-delta: stopped on request before the stream started")
             return 0
-        watch = BrokerWatch(
-            kafka.bootstrap_servers, config.app_id, kafka.unreachable_timeout_seconds, stop=stop.requested
-        )
+        watch = BrokerWatch(brokers(kafka), config.app_id, kafka.unreachable_timeout_seconds, stop=stop.requested)
     spark = spark_for(config)
     if stop.requested.is_set():
         print("cdc-delta: stopped on request before the stream started")
@@ -235,7 +234,8 @@ def add_commands(sub: Any) -> None:
             "With metrics.port set it serves Prometheus metrics on /metrics and a probe on /healthz "
             "(503 once the query has ended or no batch finished for metrics.unhealthy_after_seconds while "
             "records wait). Exit codes: 0 stopped or caught up, 1 the stream failed (it resumes from its "
-            "checkpoint), 2 bad config, unreachable broker or metrics port in use."
+            "checkpoint), 2 bad config, refused credentials or metrics port in use (fix first), 69 the broker "
+            "or the schema registry cannot be reached (restart later)."
         ),
     )
     add_config_argument(stream)

@@ -4,14 +4,69 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from cdc_delta.config.common import Frozen, check_regex
+from cdc_delta.config.common import Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.config.tables import TableConfig
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+
+
+SASL = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS = ("SSL", "SASL_SSL")
+
+
+class KafkaSecurity(PasswordSource):
+    """How every Kafka client of cdc-delta's connects: Spark's Kafka source and the librdkafka clients of
+    ``status``, ``check``, the snapshot's readiness, the lag metrics, the broker watch and the consumer
+    group's offsets alike. The SASL password comes from ``password_env`` or ``password_file``."""
+
+    SECTION: ClassVar[str] = "kafka.security"
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    username: str | None = None
+    """The SASL user (SASL_PLAINTEXT, SASL_SSL)."""
+    ca_file: str | None = None
+    """TLS: the CA certificates (PEM) the brokers' certificates are checked against; unset: the
+    system's."""
+    certificate_file: str | None = None
+    """TLS: this client's certificate (PEM), where the brokers require one."""
+    key_file: str | None = None
+    """TLS: its private key (PEM, not encrypted)."""
+    check_hostname: bool = True
+    """TLS: check that a broker's certificate names the host connected to."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> KafkaSecurity:
+        sasl = self.protocol in SASL
+        if sasl and not self.username:
+            raise ValueError(f"kafka.security.protocol {self.protocol} needs kafka.security.username")
+        if sasl and not (self.password_env or self.password_file):
+            raise ValueError(
+                f"kafka.security.protocol {self.protocol} needs the password: kafka.security.password_env "
+                "(an environment variable) or password_file"
+            )
+        if not sasl and (self.username or self.password_env or self.password_file):
+            raise ValueError(
+                f"kafka.security.username and password are for SASL: set kafka.security.protocol to SASL_SSL "
+                f"or SASL_PLAINTEXT (it is {self.protocol})"
+            )
+        tls_files = [f for f in ("ca_file", "certificate_file", "key_file") if getattr(self, f)]
+        if tls_files and self.protocol not in TLS:
+            raise ValueError(
+                f"kafka.security.{tls_files[0]} is for TLS: set kafka.security.protocol to SSL or SASL_SSL "
+                f"(it is {self.protocol})"
+            )
+        if bool(self.certificate_file) != bool(self.key_file):
+            raise ValueError("kafka.security.certificate_file and key_file go together: set both or neither")
+        return self
+
+    @field_validator("ca_file", "certificate_file", "key_file")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        return absolute(value)
 
 
 class KafkaConfig(Frozen):
@@ -39,17 +94,21 @@ class KafkaConfig(Frozen):
     arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the
     characters Avro refuses arrive as ``_`` and the tables use those names.)"""
     startup_timeout_seconds: float = Field(default=30, gt=0)
-    """How long the stream waits at start for a broker to answer; then it exits 2 naming
-    ``bootstrap_servers``. Checked for PLAINTEXT brokers only: with ``kafka.security.protocol`` set in
-    ``options``, Spark's Kafka client is the first to connect."""
+    """How long the stream waits at start for a broker to answer; then it exits 69 naming
+    ``bootstrap_servers`` (credentials the brokers refuse: exit 2 at once). Not checked when the brokers'
+    security is set in ``options`` rather than ``security``: Spark's Kafka client is then the first to
+    connect."""
     unreachable_timeout_seconds: float = Field(default=300, ge=0)
     """While the stream runs, it asks the brokers every 15 s; when they stop answering it says so in
-    one line (again once a minute), and after this long it stops and exits 2 naming
-    ``bootstrap_servers`` (to be restarted by its supervisor). 0: keep waiting. PLAINTEXT brokers only,
-    like ``startup_timeout_seconds``."""
+    one line (again once a minute), and after this long it stops and exits 69 naming
+    ``bootstrap_servers`` (to be restarted by its supervisor). 0: keep waiting. Like
+    ``startup_timeout_seconds``, not checked with the security in ``options``."""
+    security: KafkaSecurity = Field(default_factory=KafkaSecurity)
+    """How the clients authenticate and encrypt (SASL, TLS); PLAINTEXT by default."""
     options: dict[str, str] = Field(default_factory=dict)
-    """Extra options for Spark's Kafka source, e.g. ``kafka.security.protocol``; they override the
-    stream's defaults (``kafka.fetch.max.wait.ms`` 20, see :data:`cdc_delta.stream.query.SOURCE_DEFAULTS`)."""
+    """Extra options for Spark's Kafka source (the brokers' security goes in ``security``, which every
+    client uses); they override the stream's defaults (``kafka.fetch.max.wait.ms`` 20, see
+    :data:`cdc_delta.stream.query.SOURCE_DEFAULTS`)."""
 
     @model_validator(mode="after")
     def _one_subscription(self) -> KafkaConfig:
@@ -58,7 +117,20 @@ class KafkaConfig(Frozen):
         check_regex(self.topic_pattern, "kafka.topic_pattern")
         if self.unescape_field_names and self.value_format != "avro":
             raise ValueError("kafka.unescape_field_names applies to Avro records only: set kafka.value_format: avro")
+        raw = sorted(k for k in self.options if k.lower().startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl.")))
+        if raw and self.security.protocol != "PLAINTEXT":
+            raise ValueError(
+                f"kafka.options {', '.join(raw)} and kafka.security both set the brokers' security: keep "
+                "kafka.security, which every client of cdc-delta's uses (in kafka.options only Spark's Kafka "
+                "source sees it)"
+            )
         return self
+
+    @property
+    def raw_security(self) -> bool:
+        """The brokers' security is set in ``options`` (Spark's Kafka source only): cdc-delta's own
+        clients cannot follow it, and the checks that need them are left out."""
+        return self.options.get("kafka.security.protocol", "PLAINTEXT").upper() != "PLAINTEXT"
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -10,13 +10,15 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cdc_delta.demo.generator import Change
+from cdc_delta.kafka.client import Brokers, as_brokers
 
 logger = logging.getLogger(__name__)
 
 
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> None:
+def ensure_topics(bootstrap: Brokers | str, topics: Iterable[str], partitions: int) -> None:
     """Create the topics that do not exist yet, with ``partitions`` partitions each."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    target = as_brokers(bootstrap)
+    admin = AdminClient({**target.settings, "bootstrap.servers": target.bootstrap})
     existing = set(admin.list_topics(timeout=15).topics)
     missing = [NewTopic(t, num_partitions=partitions, replication_factor=1) for t in sorted(set(topics) - existing)]
     if not missing:
@@ -30,12 +32,15 @@ def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> Non
                 raise
 
 
-def produce(bootstrap: str, changes: Iterable[Change], rate: float | None = None) -> int:
+def produce(bootstrap: Brokers | str, changes: Iterable[Change], rate: float | None = None) -> int:
     """Send every change (keyed, so a key's events stay in order on one partition); returns the count.
 
     ``rate`` limits events per second; None sends as fast as the broker takes them.
     """
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    target = as_brokers(bootstrap)
+    producer = Producer(
+        {**target.settings, "bootstrap.servers": target.bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
     sent = 0
     started = time.monotonic()
     for change in changes:

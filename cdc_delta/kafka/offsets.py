@@ -10,26 +10,54 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from cdc_delta.exceptions import KafkaUnavailable
+from cdc_delta.exceptions import KafkaRefused, KafkaUnavailable
+from cdc_delta.kafka.client import Brokers, as_brokers
 from cdc_delta.retry import retry
 
 logger = logging.getLogger(__name__)
 
 
-def _consumer(bootstrap: str, group: str) -> Consumer:
-    return Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "socket.timeout.ms": 10_000,
-            "session.timeout.ms": 10_000,
-            # librdkafka prints each failed connection attempt (many a second) to stderr; what failed is
-            # raised as one clear error instead. With -v (debug logging) they go to the log.
-            "logger": logger,
-            "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0,
-        }
-    )
+class _Client:
+    """A librdkafka consumer used for metadata and offsets, and the errors it reported to its callback
+    (served by ``poll`` only: read after a failure, see :meth:`refusal`)."""
+
+    def __init__(self, where: Brokers | str, group: str) -> None:
+        self.target = as_brokers(where)
+        self.errors: list[KafkaError] = []
+        self.consumer = Consumer(
+            {
+                **self.target.settings,
+                "bootstrap.servers": self.target.bootstrap,
+                "group.id": group,
+                "error_cb": self.errors.append,
+                "enable.auto.commit": False,
+                "socket.timeout.ms": 10_000,
+                "session.timeout.ms": 10_000,
+                # librdkafka prints each failed connection attempt (many a second) to stderr; what failed is
+                # raised as one clear error instead. With -v (debug logging) they go to the log.
+                "logger": logger,
+                "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0,
+            }
+        )
+
+    def refusal(self) -> KafkaRefused | None:
+        """After a failure: whether the brokers refused this client's credentials (librdkafka says so only
+        to the error callback, and reports the call itself as a transport failure)."""
+        user = self.target.settings.get("sasl.username")
+        if user is None:
+            return None
+        self.consumer.poll(0.5)
+        for error in self.errors:
+            if error.code() == KafkaError._AUTHENTICATION:
+                reason = error.str().split("SASL authentication error: ", 1)[-1].split(" (after ")[0]
+                return KafkaRefused(
+                    f"Kafka at {self.target.bootstrap} refused user {user} ({reason}): check "
+                    "kafka.security.username and kafka.security.password_env (or password_file)"
+                )
+        return None
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def _retriable_error(exc: Exception) -> bool:
@@ -40,15 +68,17 @@ def _retriable_error(exc: Exception) -> bool:
     return bool(getattr(error, "retriable", lambda: False)()) or "COORDINATOR" in str(exc)
 
 
-def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str, int]], attempts: int = 6) -> bool:
+def commit_group_offsets(
+    bootstrap: Brokers | str, group: str, offsets: dict[str, dict[str, int]], attempts: int = 6
+) -> bool:
     """Commit ``max processed offset + 1`` per partition to ``group``. Best effort: retriable errors
     (a coordinator still loading, as on a new broker) are retried with backoff; a failure is logged,
     never raised, since the Delta commit already made the batch durable."""
     parts = [TopicPartition(t, int(p), o + 1) for t, ps in offsets.items() for p, o in ps.items()]
-    consumer = _consumer(bootstrap, group)
+    client = _Client(bootstrap, group)
     try:
         retry(
-            lambda: consumer.commit(offsets=parts, asynchronous=False),
+            lambda: client.consumer.commit(offsets=parts, asynchronous=False),
             _retriable_error,
             f"committing offsets to consumer group {group}",
             attempts,
@@ -56,10 +86,11 @@ def commit_group_offsets(bootstrap: str, group: str, offsets: dict[str, dict[str
         )
         return True
     except KafkaException as exc:
-        logger.warning("could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, exc)
+        why = client.refusal() or _reason(exc)
+        logger.warning("could not commit offsets to consumer group %s (lag tools will lag behind): %s", group, why)
         return False
     finally:
-        consumer.close()
+        client.close()
 
 
 @dataclass(frozen=True)
@@ -77,10 +108,11 @@ class PartitionLag:
 
 
 def partition_lag(
-    bootstrap: str, group: str, topics: list[str], pattern: str | None, attempts: int = 6
+    bootstrap: Brokers | str, group: str, topics: list[str], pattern: str | None, attempts: int = 6
 ) -> list[PartitionLag]:
     """Per partition of the subscribed topics: end offset, the group's committed offset, lag.
-    Retriable errors (a coordinator still loading) are retried with backoff, then raised."""
+    Retriable errors (a coordinator still loading) are retried with backoff, then raised; credentials the
+    brokers refuse, or a topic the user may not describe, raise :class:`KafkaRefused`."""
     try:
         return retry(
             lambda: _partition_lag(bootstrap, group, topics, pattern),
@@ -89,38 +121,48 @@ def partition_lag(
             attempts,
             log_level=logging.DEBUG,
         )
-    except KafkaException as exc:
+    except (_Failed, KafkaException) as failed:
+        exc, refused = (failed.cause, failed.refusal) if isinstance(failed, _Failed) else (failed, None)
+        if refused is not None:
+            raise refused from None
+        user = as_brokers(bootstrap).settings.get("sasl.username")
+        acl = f" (where the brokers use ACLs, user {user} needs Read on consumer group {group})" if user else ""
         if _unreachable(exc):
             # librdkafka has already tried every broker for the metadata timeout (10 s)
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {bootstrap} ({_reason(exc)}): is the broker running? "
-                "Check kafka.bootstrap_servers"
+                f"Check kafka.bootstrap_servers{acl}"
             ) from None
-        raise KafkaUnavailable(f"Kafka at {bootstrap} refused to list offsets: {_reason(exc)}") from None
+        raise KafkaUnavailable(f"Kafka at {bootstrap} refused to list offsets: {_reason(exc)}{acl}") from None
 
 
-def check_reachable(bootstrap: str, group: str, timeout_s: float, stop: threading.Event | None = None) -> bool:
+def check_reachable(
+    bootstrap: Brokers | str, group: str, timeout_s: float, stop: threading.Event | None = None
+) -> bool:
     """Raise :class:`KafkaUnavailable` naming ``bootstrap`` when no broker answers within ``timeout_s``.
 
     Asks in one-second tries, so that a stop signal is handled between them: returns False as soon as
     ``stop`` is set (True once a broker answered)."""
-    consumer = _consumer(bootstrap, group)
+    client = _Client(bootstrap, group)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
             try:
-                consumer.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                client.consumer.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
                 return True
             except KafkaException as exc:
                 if stop is not None and stop.is_set():
                     return False
+                refused = client.refusal()
+                if refused is not None:
+                    raise refused from None
                 if time.monotonic() >= deadline:
                     raise KafkaUnavailable(
                         f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker "
                         "running? Check kafka.bootstrap_servers"
                     ) from None
     finally:
-        consumer.close()
+        client.close()
 
 
 def _unreachable(exc: KafkaException) -> bool:
@@ -134,20 +176,44 @@ def _reason(exc: KafkaException) -> str:
     return str(getattr(error, "str", lambda: exc)())
 
 
-def _partition_lag(bootstrap: str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
-    consumer = _consumer(bootstrap, group)
+class _Failed(Exception):
+    """A listing that failed, with whether the brokers refused the client's credentials."""
+
+    def __init__(self, cause: KafkaException, refusal: KafkaRefused | None) -> None:
+        super().__init__(str(cause))
+        self.cause, self.refusal = cause, refusal
+
+
+def _partition_lag(bootstrap: Brokers | str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
+    client = _Client(bootstrap, group)
     try:
-        metadata = consumer.list_topics(timeout=10)
-        names = sorted(t for t in metadata.topics if t in topics or (pattern is not None and re.search(pattern, t)))
-        parts = [TopicPartition(t, p) for t in names for p in sorted(metadata.topics[t].partitions)]
-        committed = (
-            {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=10)} if parts else {}
-        )
-        out = []
-        for tp in parts:
-            _, high = consumer.get_watermark_offsets(tp, timeout=10)
-            done = committed.get((tp.topic, tp.partition))
-            out.append(PartitionLag(tp.topic, tp.partition, high, done if done is not None and done >= 0 else None))
-        return out
+        return _listed_lag(client, topics, pattern)
+    except KafkaException as exc:
+        if _retriable_error(exc) and not _unreachable(exc):
+            raise  # retried by partition_lag
+        raise _Failed(exc, client.refusal()) from None
     finally:
-        consumer.close()
+        client.close()
+
+
+def _listed_lag(client: _Client, topics: list[str], pattern: str | None) -> list[PartitionLag]:
+    consumer = client.consumer
+    metadata = consumer.list_topics(timeout=10)
+    for topic in sorted(set(topics) - set(metadata.topics)):  # not there, or hidden from this user
+        error = consumer.list_topics(topic=topic, timeout=10).topics[topic].error
+        if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            user = client.target.settings.get("sasl.username", "ANONYMOUS")
+            raise KafkaRefused(
+                f"Kafka at {client.target.bootstrap} does not let user {user} describe topic {topic}: grant it "
+                f"Describe and Read on the topic (kafka-acls --add --allow-principal User:{user} --operation "
+                f"Describe --operation Read --topic {topic}), or fix kafka.topics"
+            )
+    names = sorted(t for t in metadata.topics if t in topics or (pattern is not None and re.search(pattern, t)))
+    parts = [TopicPartition(t, p) for t in names for p in sorted(metadata.topics[t].partitions)]
+    committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=10)} if parts else {}
+    out = []
+    for tp in parts:
+        _, high = consumer.get_watermark_offsets(tp, timeout=10)
+        done = committed.get((tp.topic, tp.partition))
+        out.append(PartitionLag(tp.topic, tp.partition, high, done if done is not None and done >= 0 else None))
+    return out

@@ -14,6 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
+from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
 from cdc_delta.metrics.health import Health, judge
 from cdc_delta.metrics.stream import StreamMetrics
@@ -77,7 +78,7 @@ class MetricsServer:
         kafka, warned = self.config.kafka, False
         while not self._closed.is_set():
             try:
-                lags = partition_lag(kafka.bootstrap_servers, self.config.app_id, kafka.topics, kafka.topic_pattern, 1)
+                lags = partition_lag(brokers(kafka), self.config.app_id, kafka.topics, kafka.topic_pattern, 1)
                 self.metrics.partition_lag.update(lags)
                 warned = False
             except KafkaUnavailable as exc:

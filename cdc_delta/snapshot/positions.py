@@ -9,6 +9,7 @@ from confluent_kafka import KafkaException
 
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import KafkaUnavailable
+from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
 from cdc_delta.snapshot.readiness import KafkaPosition, Partition
 
@@ -21,7 +22,7 @@ def kafka_positions_of(config: AppConfig) -> KafkaPositions:
     def read() -> dict[Partition, KafkaPosition]:
         kafka = config.kafka
         try:
-            lags = partition_lag(kafka.bootstrap_servers, config.app_id, kafka.topics, kafka.topic_pattern)
+            lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
         except (KafkaException, KafkaUnavailable) as exc:
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {kafka.bootstrap_servers} to check readiness: {exc}. "

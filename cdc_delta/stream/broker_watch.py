@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from cdc_delta.exceptions import KafkaUnavailable
+from cdc_delta.kafka.client import Brokers
 from cdc_delta.kafka.offsets import check_reachable
 
 logger = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ REMIND_S = 60
 class BrokerWatch:
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: Brokers | str,
         group: str,
         give_up_s: float,
         interval_s: float = 15,

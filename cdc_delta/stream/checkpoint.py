@@ -39,6 +39,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import registry_path
 from cdc_delta.delta.workers import one_line
 from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable
+from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
 
 logger = logging.getLogger(__name__)
@@ -164,12 +165,13 @@ def _new_epoch() -> str:
 
 def _group_offsets(config: AppConfig) -> dict[str, dict[str, int | None]] | None:
     """Per subscribed topic and partition, the consumer group's committed offset (None: none); None
-    where the group cannot be read (cdc-delta's own Kafka clients speak PLAINTEXT only, for now)."""
+    where the group cannot be read (the brokers' security set in ``kafka.options``, which cdc-delta's own
+    clients cannot follow: :attr:`~cdc_delta.config.KafkaConfig.raw_security`)."""
     kafka = config.kafka
-    if kafka.options.get("kafka.security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+    if kafka.raw_security:
         return None
     try:
-        lags = partition_lag(kafka.bootstrap_servers, config.app_id, list(kafka.topics), kafka.topic_pattern)
+        lags = partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern)
     except KafkaUnavailable as exc:
         logger.warning(
             "the consumer group's offsets cannot be read, the checkpoint is not checked against them: %s", exc

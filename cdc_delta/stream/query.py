@@ -27,6 +27,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cdc_delta.changelog.append import Landing
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
+from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
 from cdc_delta.merger.run import BackgroundMerging, Merger, RoundResult
 from cdc_delta.stream.batch import BatchProcessor, OnLanding
@@ -62,7 +63,7 @@ def kafka_source(spark: SparkSession, config: AppConfig, starting_offsets: str |
         reader = reader.option("subscribePattern", kafka.topic_pattern)
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
-    return reader.options(**{**SOURCE_DEFAULTS, **kafka.options}).load()
+    return reader.options(**{**SOURCE_DEFAULTS, **spark_source_options(kafka.security), **kafka.options}).load()
 
 
 STOP_MARKER = "cdc-delta graceful stop"
@@ -112,7 +113,7 @@ class StreamBatch:
             raise
         logger.info("%s", result.summary())
         if result.offsets:
-            commit_group_offsets(self.config.kafka.bootstrap_servers, self.config.app_id, result.offsets)
+            commit_group_offsets(brokers(self.config.kafka), self.config.app_id, result.offsets)
         if self.metrics is not None:
             self.metrics.batch_done(result)
             if result.merge is not None:
