@@ -31,6 +31,11 @@ def registry_path(config: AppConfig) -> str:
     return f"{config.storage.root.rstrip('/')}/_cdc_tables"
 
 
+def registry_file(folder: str, name: str) -> str:
+    """Where table ``name``'s registration is, in the registry ``folder``."""
+    return f"{folder}/{urllib.parse.quote(name, safe='')}.json"
+
+
 @dataclass(frozen=True)
 class KnownTable:
     """A table the stream has written, as registered."""
@@ -52,7 +57,7 @@ class TableRegistry:
         self._known: dict[str, KnownTable | None] = {}
 
     def _file(self, name: str) -> str:
-        return f"{self.path}/{urllib.parse.quote(name, safe='')}.json"
+        return registry_file(self.path, name)
 
     def get(self, name: str) -> KnownTable | None:
         """The table's registration (read once, then kept); None when it has none."""

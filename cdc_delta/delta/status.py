@@ -8,12 +8,15 @@ credentials delta-rs finds in the environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cdc_delta import columns as C
-from cdc_delta.config import AppConfig
+from cdc_delta.config import AppConfig, is_uri
 from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
+from cdc_delta.delta.registry import registry_file, registry_path
 from cdc_delta.delta.tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
 
 HISTORY_DEPTH = 50
@@ -76,7 +79,7 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
 
     table = open_delta_rs(path)
     if table is None:
-        return TableStatus(name)
+        return TableStatus(name, stopped_reason=_vanished(config, name, path))
     history = table.history(HISTORY_DEPTH)
     latest = history[0] if history else {}
     record: StreamCommit | None = None
@@ -113,6 +116,22 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
         deleted=deleted,
         stopped_reason=_stopped(table.metadata().configuration),
         unreadable=unreadable,
+    )
+
+
+def _vanished(config: AppConfig, name: str, path: str) -> str | None:
+    """Why a table the stream registered has no Delta table now (a local root's registry is read; an
+    object store's is the stream's to tell), or None."""
+    folder = registry_path(config)
+    if is_uri(folder):
+        return None
+    try:
+        registered = json.loads(Path(registry_file(folder, name)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (
+        f"registered at {registered.get('registered_at')}, but there is no Delta table at {path} now: the stream "
+        f"stops it; restore the table from a backup, or accept the loss with `cdc-delta resume-table --table {name}`"
     )
 
 

@@ -256,6 +256,11 @@ def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake:
     assert tables["db.broken"]["pending"] == 2 and tables["db.good"]["stopped_reason"] is None
     assert sum(t["pending"] for t in tables.values()) == 8 and reported["dead_letters"] == 1
     assert [p.split(":")[0] for p in reported["problems"]] == ["stopped", "unreadable", "stopped", "stopped"]
+    gone = lake.cfg.storage.table_path(lake.cfg.table("db.gone"))
+    assert tables["db.gone"]["stopped_reason"].endswith(
+        f"but there is no Delta table at {gone} now: the stream stops it; restore the table from a backup, or "
+        "accept the loss with `cdc-delta resume-table --table db.gone`"
+    ), tables["db.gone"]
     # The failing table did not fail the merge of the others.
     assert lake.seen["faults_good"][0][4] == {"id": 4, "name": "g4"}
     resume = lake.runs["resume"]
