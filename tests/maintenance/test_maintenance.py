@@ -13,6 +13,7 @@ import pytest
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.lock import exclusive_lock
 from cdc_delta.maintenance.purge import purge_cutoff
 from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.stream.batch import BatchProcessor
@@ -87,7 +88,10 @@ def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:
     assert t.files_vacuumed > 0 and len(list(Path(path).glob("*.parquet"))) < parquet_before
     reports = list((tmp_path / "_cdc_maintenance_reports").glob("maintenance-*.json"))
     assert len(reports) == 1 and json.loads(reports[0].read_text())["tables"][0]["rows_purged"] == 3
-    assert not (tmp_path / "_cdc_maintenance.lock").exists()
+    lock = tmp_path / "_cdc_maintenance.lock"
+    assert lock.read_text() == ""  # released: no holder written in it
+    with exclusive_lock(lock):  # and free to take
+        pass
     # The run's own checkpoint, of the table's last version (the VACUUM END commit), and the pointer to it.
     log = Path(path) / "_delta_log"
     last = max(int(f.name.split(".")[0]) for f in log.glob("*.json"))
