@@ -26,7 +26,7 @@ lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench maintenance streaming
 	.venv/bin/mypy
 
-bench: setup  ## benchmarks: write bench/results/*.json and print the README tables (long)
+bench: setup  ## benchmarks: write bench/results/*.json and print the tables of bench/README.md (long)
 	$(PY) bench/merge_vs_append.py
 	$(PY) bench/stream_latency.py
 	$(PY) bench/snapshot.py

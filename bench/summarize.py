@@ -1,4 +1,4 @@
-"""Print bench/results/*.json as the Markdown tables the README shows."""
+"""Print bench/results/*.json as the Markdown tables bench/README.md shows (the README keeps the headlines)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Copy into the DAGs folder and set CDC_DELTA_HOME / CDC_DELTA_CONFIG as Airflow variables; the source
 database's password reaches the command through the environment variable named by
 ``source.password_env`` (an Airflow connection or secret backend exporting it), never the config.
-The task fails when a table's probes disagree (exit 1) or the source cannot be reached (exit 2); no
+The task fails when a table's probes disagree (exit 1) or the source cannot be reached (exit 69); no
 retries: the command already probes a disagreeing table ``source.check.attempts`` times.
 """
 

@@ -21,8 +21,8 @@ this prints: keep them out of connector files with Kafka Connect's config provid
 (${file:/run/secrets/db.properties:password}, ${env:DB_PASSWORD}).
 
 examples:
-  cdc-delta connectors apply connectors/mariadb-inventory.json --set database.hostname=db.internal
-  cdc-delta connectors apply connectors/*.json --dry-run
+  cdc-delta connectors apply connectors/mariadb-inventory.yaml --set database.hostname=db.internal
+  cdc-delta connectors apply connectors/*.yaml --dry-run
   cdc-delta connectors status                      every connector; exits 1 if a task FAILED
   cdc-delta connectors restart inventory-mariadb --failed-only
   cdc-delta connectors stop inventory-mariadb && cdc-delta connectors offsets inventory-mariadb --reset
