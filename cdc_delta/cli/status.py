@@ -132,7 +132,11 @@ def print_text(config: AppConfig, status: Status, problems: list[str]) -> None:
     for line in problems:
         print(line)
     dead = status.dead_letters
-    print(f"dead letters: {dead} records in {config.storage.dead_letters}" if dead else "dead letters: none")
+    print(
+        f"dead letters: {dead} records in {config.storage.dead_letters} not replayed (cdc-delta replay-dead-letters)"
+        if dead
+        else "dead letters: none to replay"
+    )
 
 
 def add_commands(sub: Any) -> None:

@@ -148,5 +148,14 @@ def _when(millis: Any) -> dt.datetime | None:
 
 
 def dead_letter_count(config: AppConfig) -> int:
+    """Dead letters still to do: those ``replay-dead-letters`` has not replayed."""
+    import pyarrow.compute as pc
+
     table = open_delta_rs(config.storage.dead_letters)
-    return 0 if table is None else table.to_pyarrow_dataset().count_rows()
+    if table is None:
+        return 0
+    dataset = table.to_pyarrow_dataset()
+    if "replayed_at" not in dataset.schema.names:
+        return dataset.count_rows()
+    column = dataset.to_table(columns=["replayed_at"]).column(0)
+    return len(column) - pc.count(column).as_py()  # count: the non-null ones

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Column, DataFrame
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_delta.columns import delta_path_identifier
 from cdc_delta.decode.decoded import field
+from cdc_delta.retry import retry_on_conflict
 
 COLUMNS = (
     "app_id",
@@ -21,7 +24,11 @@ COLUMNS = (
     "table",
     "reason",
     "dead_lettered_at",
+    "replayed_at",
 )
+REPLAYED_AT = "replayed_at"
+"""When ``replay-dead-letters`` applied the record again (or dead-lettered it again, as a new row); NULL:
+still to do. Dead-letter tables written before it get the column at their next write."""
 
 
 def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datetime, reason: Column) -> DataFrame:
@@ -38,6 +45,7 @@ def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datet
         field("table").alias("table"),
         reason.alias("reason"),
         F.lit(at).cast("timestamp").alias("dead_lettered_at"),
+        F.lit(None).cast("timestamp").alias(REPLAYED_AT),
     )
 
 
@@ -49,5 +57,33 @@ def write_dead_letters(rows: DataFrame, path: str, txn_app_id: str, batch_id: in
         .mode("append")
         .option("txnAppId", txn_app_id)
         .option("txnVersion", str(batch_id))
+        .option("mergeSchema", "true")  # a table written before replayed_at gains it
         .save(path)
     )
+
+
+def mark_replayed(spark: SparkSession, path: str, records: DataFrame, at: dt.datetime) -> int:
+    """Set ``replayed_at`` on the dead letters of ``records`` (topic, partition, offset) dead-lettered before
+    ``at`` and not replayed yet; returns how many. Retried when the stream's append wins a race."""
+    table = DeltaTable.forPath(spark, path)
+    if REPLAYED_AT not in table.toDF().columns:
+        spark.sql(f"ALTER TABLE {delta_path_identifier(path)} ADD COLUMNS ({REPLAYED_AT} TIMESTAMP)")
+    keys = records.select("topic", "partition", "offset").distinct()
+    condition = (
+        "d.topic = r.topic AND d.partition = r.partition AND d.offset = r.offset "
+        f"AND d.{REPLAYED_AT} IS NULL AND d.dead_lettered_at < r.replay_started"
+    )
+
+    def merge() -> int:
+        source = keys.withColumn("replay_started", F.lit(at).cast("timestamp")).alias("r")
+        metrics = (
+            DeltaTable.forPath(spark, path)
+            .alias("d")
+            .merge(source, condition)
+            .whenMatchedUpdate(set={REPLAYED_AT: F.col("r.replay_started")})
+            .execute()
+            .first()
+        )
+        return int(metrics["num_updated_rows"]) if metrics is not None else 0
+
+    return retry_on_conflict(merge, "marking the replayed dead letters")

@@ -3,7 +3,9 @@
 The records are decoded again and each table's share is merged straight into the table by the merger's
 own code (guarded by the ordering key, so the order against the changelog's changes does not matter),
 under the app id ``<app_id>.replay``: the changelog is the stream's alone, and a replay neither lands
-there nor moves a table's merged position."""
+there nor moves a table's merged position. The dead letters it applied get ``replayed_at`` (those it
+dead-letters again too: the new row is the one still to do), so the count still to do falls and a
+second replay reads only what is left."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import RoundResult, table_work
-from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
+from cdc_delta.stream.dead_letters import REPLAYED_AT, dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
 
@@ -49,6 +51,8 @@ def replay_dead_letters(
     if table is not None:
         config.table(table)  # a clear error for an unknown table name
     letters = spark.read.format("delta").load(path)
+    if REPLAYED_AT in letters.columns:  # those an earlier replay applied (or dead-lettered again) are done
+        letters = letters.where(F.col(REPLAYED_AT).isNull())
     if table is not None:
         letters = letters.where(F.col("table") == table)
     if since is not None:
@@ -81,11 +85,22 @@ def replay_dead_letters(
             )
         finally:
             frame.unpersist()
-        if stats.by_status[DEAD]:
+        # Done: every record but the changes of a table whose merge failed (they stay to replay). Read now:
+        # the frame reads the dead letters still to do, which the marking changes.
+        failed = [t.table for t in tables if t.error]
+        done_keys = (
+            decoding.frame.where(~F.coalesce(field("table").isin(failed) & ~is_dead(), F.lit(False)))
+            .select("topic", "partition", "offset")
+            .distinct()
+            .collect()
+        )
+        if stats.by_status[DEAD]:  # dead again: new rows, still to do (dead-lettered at the replay's start)
             rows = dead_letter_rows(decoding.frame.where(is_dead()), replay.app_id, number, started, field("reason"))
             write_dead_letters(
                 rows, config.storage.dead_letters, txn_app_id(replay.app_id, None, "dead-letters"), number
             )
+        done = spark.createDataFrame(done_keys, "topic string, partition int, offset bigint")
+        marked = mark_replayed(spark, path, done, started)
     finally:
         decoding.release()
     result = BatchResult(
@@ -99,5 +114,5 @@ def replay_dead_letters(
         status_by_table={t: dict(c) for t, c in stats.status_by_table.items()},
         merge=RoundResult(number, tuple(tables), time.monotonic() - t0),
     )
-    logger.info("replay of dead letters: %s", result.summary())
+    logger.info("replay of dead letters: %s; %d dead letters marked replayed", result.summary(), marked)
     return result

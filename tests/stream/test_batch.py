@@ -212,6 +212,7 @@ def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) 
 
 
 def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> None:
+    from cdc_delta.delta.status import dead_letter_count
     from cdc_delta.stream.replay import replay_dead_letters
 
     def config_with(qty_type: str):
@@ -235,15 +236,25 @@ def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> Non
     records = [
         ("srv.inventory.items", 0, 0, b"k", value.encode()),
         rec(ITEMS, 1, "c", {"id": 2, "qty": 3}, 20, with_schema=False),
+        ("srv.inventory.items", 0, 2, b"k", b"not json"),  # no fix helps this one
     ]
     first = BatchProcessor(config_with("int")).process(kafka_frame(spark, records), 0)
-    assert (first.landed, first.dead_lettered) == (1, 1)
+    assert (first.landed, first.dead_lettered) == (1, 2)
     fixed = config_with("double")
+    assert dead_letter_count(fixed) == 2
     with pytest.raises(ConfigError, match="no table named 'nope'"):
         replay_dead_letters(spark, fixed, "nope", None)
-    again = replay_dead_letters(spark, fixed, "inventory.items", None)
-    assert (again.rows_in, again.landed, again.dead_lettered) == (1, 1, 0)
+    again = replay_dead_letters(spark, fixed, None, None)
+    assert (again.rows_in, again.landed, again.dead_lettered) == (2, 1, 1)
     rows = {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")}
     assert rows == {1: 7.5, 2: 3.0}  # the int column was widened to double to take the fix
-    replay_dead_letters(spark, fixed, None, None)  # replaying twice changes nothing
+    # Both are marked replayed; the one dead again is a new row, still to do: the count falls to 1.
+    letters = spark.read.format("delta").load(fixed.storage.dead_letters).collect()
+    done = sorted((r["offset"], r["replayed_at"] is not None) for r in letters)
+    assert done == [(0, True), (2, False), (2, True)], done
+    assert dead_letter_count(fixed) == 1
+    # A second replay reads only what is left (it is dead again), and changes no table.
+    second = replay_dead_letters(spark, fixed, None, None)
+    assert (second.rows_in, second.landed, second.dead_lettered) == (1, 0, 1)
+    assert dead_letter_count(fixed) == 1
     assert {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")} == rows
