@@ -121,10 +121,7 @@ def partition_lag(
             attempts,
             log_level=logging.DEBUG,
         )
-    except (_Failed, KafkaException) as failed:
-        exc, refused = (failed.cause, failed.refusal) if isinstance(failed, _Failed) else (failed, None)
-        if refused is not None:
-            raise refused from None
+    except KafkaException as exc:
         user = as_brokers(bootstrap).settings.get("sasl.username")
         acl = f" (where the brokers use ACLs, user {user} needs Read on consumer group {group})" if user else ""
         if _unreachable(exc):
@@ -176,22 +173,15 @@ def _reason(exc: KafkaException) -> str:
     return str(getattr(error, "str", lambda: exc)())
 
 
-class _Failed(Exception):
-    """A listing that failed, with whether the brokers refused the client's credentials."""
-
-    def __init__(self, cause: KafkaException, refusal: KafkaRefused | None) -> None:
-        super().__init__(str(cause))
-        self.cause, self.refusal = cause, refusal
-
-
 def _partition_lag(bootstrap: Brokers | str, group: str, topics: list[str], pattern: str | None) -> list[PartitionLag]:
     client = _Client(bootstrap, group)
     try:
         return _listed_lag(client, topics, pattern)
-    except KafkaException as exc:
-        if _retriable_error(exc) and not _unreachable(exc):
-            raise  # retried by partition_lag
-        raise _Failed(exc, client.refusal()) from None
+    except KafkaException:
+        refused = client.refusal()  # credentials refused look like a transport failure
+        if refused is not None:
+            raise refused from None
+        raise
     finally:
         client.close()
 
