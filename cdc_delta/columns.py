@@ -1,4 +1,5 @@
-"""Names of the metadata columns every replicated table carries, and identifier quoting."""
+"""Names of the metadata columns every replicated table carries (and of the dead-letter table's column that
+two rooms read), and identifier quoting."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ TOPIC = "_cdc_topic"
 PARTITION = "_cdc_partition"
 OFFSET = "_cdc_offset"
 """The Kafka record the applied event came from."""
+
+REPLAYED_AT = "replayed_at"
+"""The dead-letter table's: when ``replay-dead-letters`` applied the record again (or dead-lettered it again,
+as a new row); NULL: still to do. Dead-letter tables written before it get the column at their next write."""
 
 METADATA_DDL = (
     (OP, "string"),

@@ -47,6 +47,12 @@ class KnownTable:
     """UTC, ISO 8601."""
 
 
+def parse_registration(text: str) -> KnownTable:
+    """A registration file's content."""
+    data = json.loads(text)
+    return KnownTable(data["table"], data["path"], data["table_id"], data["registered_at"])
+
+
 class TableRegistry:
     """The registered tables of one lake; thread-safe for the table workers."""
 
@@ -67,8 +73,7 @@ class TableRegistry:
         text = hadoop_fs.read_text(self.spark, self._file(name))
         known = None
         if text is not None:
-            data = json.loads(text)
-            known = KnownTable(data["table"], data["path"], data["table_id"], data["registered_at"])
+            known = parse_registration(text)
         with self._lock:
             self._known[name] = known
         return known

@@ -8,7 +8,6 @@ credentials delta-rs finds in the environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, is_uri
 from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
-from cdc_delta.delta.registry import registry_file, registry_path
+from cdc_delta.delta.registry import parse_registration, registry_file, registry_path
 from cdc_delta.delta.tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
 
 HISTORY_DEPTH = 50
@@ -126,11 +125,11 @@ def _vanished(config: AppConfig, name: str, path: str) -> str | None:
     if is_uri(folder):
         return None
     try:
-        registered = json.loads(Path(registry_file(folder, name)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        registered = parse_registration(Path(registry_file(folder, name)).read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError):
         return None
     return (
-        f"registered at {registered.get('registered_at')}, but there is no Delta table at {path} now: the stream "
+        f"registered at {registered.registered_at}, but there is no Delta table at {path} now: the stream "
         f"stops it; restore the table from a backup, or accept the loss with `cdc-delta resume-table --table {name}`"
     )
 
@@ -155,7 +154,7 @@ def dead_letter_count(config: AppConfig) -> int:
     if table is None:
         return 0
     dataset = table.to_pyarrow_dataset()
-    if "replayed_at" not in dataset.schema.names:
+    if C.REPLAYED_AT not in dataset.schema.names:
         return dataset.count_rows()
-    column = dataset.to_table(columns=["replayed_at"]).column(0)
+    column = dataset.to_table(columns=[C.REPLAYED_AT]).column(0)
     return len(column) - pc.count(column).as_py()  # count: the non-null ones

@@ -8,27 +8,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_delta.columns import delta_path_identifier
+from cdc_delta.columns import REPLAYED_AT, delta_path_identifier
 from cdc_delta.decode.decoded import field
 from cdc_delta.retry import retry_on_conflict
-
-COLUMNS = (
-    "app_id",
-    "batch_id",
-    "topic",
-    "partition",
-    "offset",
-    "kafka_timestamp",
-    "key",
-    "value",
-    "table",
-    "reason",
-    "dead_lettered_at",
-    "replayed_at",
-)
-REPLAYED_AT = "replayed_at"
-"""When ``replay-dead-letters`` applied the record again (or dead-lettered it again, as a new row); NULL:
-still to do. Dead-letter tables written before it get the column at their next write."""
 
 
 def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datetime, reason: Column) -> DataFrame:

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta.changelog.pending import LANDED_AT, table_summaries
 from cdc_delta.changelog.table import LAND_SEQ
+from cdc_delta.columns import REPLAYED_AT
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.batch import decoder_for
 from cdc_delta.decode.decoded import field, is_dead, is_row_event, is_truncate
@@ -30,7 +31,7 @@ from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import RoundResult, table_work
-from cdc_delta.stream.dead_letters import REPLAYED_AT, dead_letter_rows, mark_replayed, write_dead_letters
+from cdc_delta.stream.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
 
