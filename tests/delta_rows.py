@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DateType, DecimalType, TimestampType
 
 from cdc_delta.columns import quote
+from cdc_delta.delta.delta_rs import read
 
 COMPARED_METADATA = ("_cdc_op", "_cdc_deleted", "_cdc_seq", "_cdc_source_db", "_cdc_source_table")
 
@@ -110,7 +111,8 @@ def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[
         for f in df.schema.fields
     ]
     by_spark = sorted((tuple(plain(v) for v in r) for r in df.select(*cols).collect()), key=repr)
-    table = DeltaTable(path).to_pyarrow_table()
+    dataset = DeltaTable(path).to_pyarrow_dataset()
+    table = read(dataset, dataset.schema.names)
     assert table.column_names == df.columns, (table.column_names, df.columns)
     for i, field in enumerate(table.schema):
         if pa.types.is_timestamp(field.type):

@@ -9,7 +9,8 @@ from typing import Any
 from cdc_delta.changelog.table import LAND_SEQ, TABLE
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import merge_txn_app_id, parse_commit
-from cdc_delta.delta.status import TableStatus, open_delta_rs
+from cdc_delta.delta.delta_rs import open_table, read
+from cdc_delta.delta.status import TableStatus
 
 LANDINGS_DEPTH = 500
 """Landings read back for the Kafka offsets the changelog holds (a quiet partition older than them
@@ -30,14 +31,14 @@ def pending_changes(config: AppConfig, merged: dict[str, int], through: int | No
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    changelog = open_delta_rs(config.changelog.located(config.storage.root))
+    changelog = open_table(config, config.changelog.located(config.storage.root))
     if changelog is None or not merged:
         return {}
     low = min(merged.values())
     where = ds.field(LAND_SEQ) > low
     if through is not None:
         where = where & (ds.field(LAND_SEQ) <= through)
-    rows = changelog.to_pyarrow_dataset().to_table(columns=[TABLE, LAND_SEQ, "landed_at"], filter=where)
+    rows = read(changelog.to_pyarrow_dataset(), [TABLE, LAND_SEQ, "landed_at"], where)
     out: dict[str, dict[str, Any]] = {}
     now = time.time()
     for name, position in merged.items():
@@ -50,7 +51,7 @@ def pending_changes(config: AppConfig, merged: dict[str, int], through: int | No
 
 def merged_landing(config: AppConfig, table: str) -> int:
     """The newest landing the table holds (-1: none, or no table)."""
-    found = open_delta_rs(config.storage.table_path(config.table(table)))
+    found = open_table(config, config.storage.table_path(config.table(table)))
     merged = None if found is None else found.transaction_version(merge_txn_app_id(config.app_id, table))
     return -1 if merged is None else int(merged)
 
@@ -58,7 +59,7 @@ def merged_landing(config: AppConfig, table: str) -> int:
 def landed_offsets(config: AppConfig) -> tuple[int | None, dict[tuple[str, int], int]]:
     """The newest landing, and per topic partition the next offset after the highest one the recent
     landings read (the changelog's view of the stream's position)."""
-    changelog = open_delta_rs(config.changelog.located(config.storage.root))
+    changelog = open_table(config, config.changelog.located(config.storage.root))
     if changelog is None:
         return None, {}
     newest: int | None = None

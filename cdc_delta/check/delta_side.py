@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from cdc_delta import columns as C
+from cdc_delta.delta.delta_rs import read
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,10 @@ class DeltaState:
 def read_state(
     table_rs: Any, key: list[str], low: Any, high: Any, at_ms: int, newest: tuple[Any, ...] | None
 ) -> DeltaState:
-    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.delta.status.open_delta_rs`)."""
+    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.delta.delta_rs.open_table`)."""
     # An empty source (no range): nothing at all may be live in Delta.
     low_high = None if low is None else (ds.field(key[0]) >= low) & (ds.field(key[0]) <= high)
-    dataset = table_rs.to_pyarrow_dataset()
-    table = dataset.to_table(columns=[*key, C.DELETED, C.SOURCE_TS], filter=low_high)
+    table = read(table_rs.to_pyarrow_dataset(), [*key, C.DELETED, C.SOURCE_TS], low_high)
     existed = _existed(table, at_ms)
     present = None
     if newest is not None:
@@ -58,7 +58,7 @@ def has_applied(table_rs: Any, key: list[str], values: dict[str, Any], topic: st
         if term is not None:
             where = term if where is None else where & term
     cols = [*key, C.TOPIC, C.PARTITION, C.OFFSET]
-    table = table_rs.to_pyarrow_dataset().to_table(columns=cols, filter=where)
+    table = read(table_rs.to_pyarrow_dataset(), cols, where)
     for row in table.to_pylist():
         if any(str(row[k]) != str(values[k]) for k in key):  # keys other than int and text, compared as text
             continue

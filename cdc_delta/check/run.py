@@ -21,7 +21,7 @@ from typing import Any
 from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.delta.status import open_delta_rs
+from cdc_delta.delta.delta_rs import open_table
 from cdc_delta.reports import write_report
 
 logger = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
             "(source.check.wait_seconds): is the merger running (merge.in_stream, cdc-delta merge)?",
         )
     path = config.storage.table_path(table)
-    table_rs = open_delta_rs(path)
+    table_rs = open_table(config, path)
     if table_rs is None:
         if state.rows == 0:
             return dataclasses.replace(base, status=OK, delta_rows=0, difference=0)

@@ -1,8 +1,7 @@
 """What the replicated tables look like now: last commit, the landing merged, freshness, row counts.
 
-Read with delta-rs (``deltalake``) from the Delta log and the files' statistics, without Spark, so that
-``cdc-delta status`` answers in seconds. Object-store paths (s3a://, abfss://, gs://) are read with the
-credentials delta-rs finds in the environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_*``).
+Read with delta-rs (``deltalake``, :mod:`cdc_delta.delta.delta_rs`) from the Delta log and the files'
+statistics, without Spark, so that ``cdc-delta status`` answers in seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Any
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, is_uri
 from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
+from cdc_delta.delta.delta_rs import count, open_table, read
 from cdc_delta.delta.registry import parse_registration, registry_file, registry_path
 from cdc_delta.delta.tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
 
@@ -45,25 +45,6 @@ class TableStatus:
     """Why its rows cannot be counted (a data file lost, say); None when they can."""
 
 
-def delta_rs_uri(path: str) -> str:
-    """A table location as delta-rs names it (Hadoop's s3a:// and s3n:// are its s3://)."""
-    for hadoop in ("s3a://", "s3n://"):
-        if path.startswith(hadoop):
-            return "s3://" + path[len(hadoop) :]
-    return path
-
-
-def open_delta_rs(path: str) -> Any:
-    """The table at ``path`` with delta-rs, or None where there is no Delta table."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        return DeltaTable(delta_rs_uri(path))
-    except TableNotFoundError:
-        return None
-
-
 def table_status(config: AppConfig) -> list[TableStatus]:
     """Every configured table's state, several read at once (delta-rs waits on files without the GIL);
     its pending changes are the changelog's to count (:func:`cdc_delta.changelog.status.with_pending`)."""
@@ -76,7 +57,7 @@ def table_status(config: AppConfig) -> list[TableStatus]:
 def _one(config: AppConfig, name: str, path: str) -> TableStatus:
     import pyarrow.compute as pc
 
-    table = open_delta_rs(path)
+    table = open_table(config, path)
     if table is None:
         return TableStatus(name, stopped_reason=_vanished(config, name, path))
     history = table.history(HISTORY_DEPTH)
@@ -101,9 +82,9 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
         if unreadable is None:
             # The one column read, summed (count_rows with a filter answered 0 on these tables: its statistics
             # pruning is wrong for booleans).
-            flags = dataset.to_table(columns=[C.DELETED]).column(0)
+            flags = read(dataset, [C.DELETED]).column(0)
             deleted = pc.sum(flags.cast("int64")).as_py() or 0
-            rows = dataset.count_rows()
+            rows = count(dataset)
     except Exception as exc:  # noqa: BLE001 (a damaged table is reported, not the end of status)
         unreadable = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     merged = table.transaction_version(merge_txn_app_id(config.app_id, name))
@@ -166,11 +147,11 @@ def dead_letter_count(config: AppConfig) -> int:
     """Dead letters still to do: those ``replay-dead-letters`` has not replayed."""
     import pyarrow.compute as pc
 
-    table = open_delta_rs(config.storage.dead_letters)
+    table = open_table(config, config.storage.dead_letters)
     if table is None:
         return 0
     dataset = table.to_pyarrow_dataset()
     if C.REPLAYED_AT not in dataset.schema.names:
-        return dataset.count_rows()
-    column = dataset.to_table(columns=[C.REPLAYED_AT]).column(0)
+        return count(dataset)
+    column = read(dataset, [C.REPLAYED_AT]).column(0)
     return len(column) - pc.count(column).as_py()  # count: the non-null ones
