@@ -61,6 +61,10 @@ BASE_CONF = {
     # waiting for ever (Spark's default): a thread blocked on a broker that is gone may never answer
     # the interrupt. The interrupted batch is run again at the next start.
     "spark.sql.streaming.stopTimeout": "20000",
+    # VACUUM records VACUUM START/END commits (the files it deleted: maintenance's count and an audit
+    # trail). Delta turns that on by default for some stores only: on s3a:// it was off, and every
+    # maintenance run reported 0 files vacuumed while it deleted them.
+    "spark.databricks.delta.vacuum.logging.enabled": "true",
 }
 
 

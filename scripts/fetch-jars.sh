@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # Fetch JVM jars from Maven Central into .jars/<component>, so that later runs work offline.
-#   scripts/fetch-jars.sh          Spark's extras: Delta and the Kafka source (jvm/spark/pom.xml)
+#   scripts/fetch-jars.sh          Spark's extras: Delta, the Kafka source, S3A for s3a:// (jvm/spark/pom.xml)
 #   scripts/fetch-jars.sh kafka    the Kafka broker and its dependencies (jvm/kafka/pom.xml)
 #   scripts/fetch-jars.sh connect  a Kafka Connect worker, and the Debezium connectors unpacked into
 #                                  .jars/connect/plugins (jvm/connect/pom.xml)
-#   scripts/fetch-jars.sh s3       Hadoop's S3A connector (hadoop-aws) and the AWS SDK v2 modules it needs,
-#                                  for s3a:// paths; add .jars/s3/*.jar to spark.jars (jvm/s3/pom.xml)
 # Idempotent: a complete folder newer than its POM is left alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
