@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from cdc_delta.config import AppConfig, is_uri
-from cdc_delta.exceptions import CdcDeltaError, ConfigError
+from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import CdcDeltaError
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +33,7 @@ def lock_path(config: AppConfig, job: Literal["maintenance", "snapshot"]) -> str
     configured = config.maintenance.lock_path if job == "maintenance" else config.snapshot.lock_path
     if configured:
         return configured
-    root = config.storage.root
-    if is_uri(root):
-        raise ConfigError(f"storage.root {root!r} is not local: set {job}.lock_path to a shared local path")
+    root = config.storage.root.removeprefix("file:")  # an object-store root needs the setting (config validation)
     return f"{root.rstrip('/')}/_cdc_{job}.lock"
 
 

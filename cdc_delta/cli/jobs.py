@@ -23,6 +23,9 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
+    hazard = config.second_writer_hazard()
+    if hazard:
+        logger.warning("maintain: %s", hazard)
     with job_metrics(config, "maintenance") as run:
         spark = _hive_session(config) if config.live_tables.enabled else spark_for(config)
         try:

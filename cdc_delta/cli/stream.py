@@ -148,6 +148,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from cdc_delta.stream.query import GracefulStop
 
     config = load_config(args.config)
+    hazard = config.second_writer_hazard()
+    if hazard:
+        logger.warning("merge: %s", hazard)
     stop = GracefulStop()
     stop.install()
     merger = Merger(spark_for(config), config)

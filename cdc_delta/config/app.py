@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from cdc_delta.config.common import Frozen, absolute
+from cdc_delta.config.common import Frozen, absolute, is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.durations import check_trigger_interval
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
@@ -176,6 +176,44 @@ class AppConfig(Frozen):
                     "tables are named by the table name without its database; rename the logical tables"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _local_parts(self) -> AppConfig:
+        """What must stay on a local (or shared POSIX) filesystem when the lake is on an object store: the
+        jobs' locks (``flock``) and the embedded Derby metastore; refused now rather than at 3 a.m."""
+        root = self.storage.root
+        if not is_uri(root) or root.startswith("file:"):
+            return self
+        missing = []
+        if not self.maintenance.lock_path:
+            missing.append("maintenance.lock_path")
+        if not self.snapshot.lock_path:
+            missing.append("snapshot.lock_path")
+        if not self.snapshot.metastore_uri and not self.snapshot.metastore_dir:
+            missing.append("snapshot.metastore_dir (or snapshot.metastore_uri, a Hive metastore)")
+        if missing:
+            raise ValueError(
+                f"storage.root {root!r} is on an object store, where a lock or an embedded metastore cannot "
+                f"live: set {', '.join(missing)} to local paths (shared by every host that runs the jobs)"
+            )
+        return self
+
+    def second_writer_hazard(self) -> str | None:
+        """Why a job that commits to the tables beside the stream (``maintain``, ``cdc-delta merge``) may
+        lose a commit here, or None: on S3, Delta's default log store keeps only the commits of one JVM
+        apart (S3 has no rename that refuses to overwrite)."""
+        scheme = self.storage.root.split(":", 1)[0].lower()
+        if scheme not in ("s3a", "s3n", "s3"):
+            return None
+        store = self.spark.conf.get(f"spark.delta.logStore.{scheme}.impl", "")
+        if "DynamoDB" in store:
+            return None
+        return (
+            f"storage.root is on S3 with Delta's single-driver log store: a commit of this job and one of the "
+            f"stream to the same table are not kept apart, and one can replace the other. Run it while the stream "
+            f"is stopped, or set spark.conf spark.delta.logStore.{scheme}.impl: io.delta.storage.S3DynamoDBLogStore "
+            "for every job (README: Object storage)"
+        )
 
     def hive_name_clashes(self) -> str | None:
         """Why the snapshot tables cannot all be published (two would share a Hive name), or None.

@@ -97,8 +97,29 @@ def test_local_paths_become_absolute_and_uris_stay() -> None:
     local = parse_config({**GOOD, "storage": {"root": "var/lake", "checkpoint_root": "./ckpt"}})
     assert local.storage.root == str(Path.cwd() / "var" / "lake")
     assert local.storage.checkpoint_root == str(Path.cwd() / "ckpt")
-    remote = parse_config({**GOOD, "storage": {"root": "s3a://bucket/lake", "dead_letter_path": "file:/dl"}})
+    remote = parse_config(
+        {**GOOD, **LOCAL_PARTS, "storage": {"root": "s3a://bucket/lake", "dead_letter_path": "file:/dl"}}
+    )
     assert remote.storage.root == "s3a://bucket/lake" and remote.storage.dead_letters == "file:/dl"
+
+
+LOCAL_PARTS = {
+    "maintenance": {"lock_path": "/var/lib/cdc/maintenance.lock"},
+    "snapshot": {"lock_path": "/var/lib/cdc/snapshot.lock", "metastore_dir": "/var/lib/cdc/metastore"},
+}
+
+
+def test_a_lake_on_an_object_store_needs_local_locks_and_metastore() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({**GOOD, "storage": {"root": "s3a://bucket/lake"}}, "cdc.yaml")
+    assert (
+        "storage.root 's3a://bucket/lake' is on an object store, where a lock or an embedded metastore cannot live: "
+        "set maintenance.lock_path, snapshot.lock_path, snapshot.metastore_dir (or snapshot.metastore_uri, a Hive "
+        "metastore) to local paths"
+    ) in str(refused.value)
+    thrift = {**LOCAL_PARTS, "snapshot": {"lock_path": "/l", "metastore_uri": "thrift://hms:9083"}}
+    assert parse_config({**GOOD, **thrift, "storage": {"root": "s3a://bucket/lake"}}).snapshot.metastore_dir is None
+    assert parse_config({**GOOD, "storage": {"root": "file:/var/lake"}}).storage.root == "file:/var/lake"
 
 
 def test_column_types_are_normalized() -> None:
@@ -211,3 +232,13 @@ def test_tables_sharing_a_name_in_different_databases_replicate_and_only_their_s
 
     with pytest.raises(ConfigError, match=r"would share Hive names ods\.\['items'\]"):
         run_snapshot(None, config, dt.date(2026, 3, 1), lambda: None)  # type: ignore[arg-type]
+
+
+def test_a_second_writer_on_s3_is_flagged_unless_the_dynamodb_log_store_keeps_commits_apart() -> None:
+    s3 = parse_config({**GOOD, **LOCAL_PARTS, "storage": {"root": "s3a://bucket/lake"}})
+    assert "spark.delta.logStore.s3a.impl: io.delta.storage.S3DynamoDBLogStore" in (s3.second_writer_hazard() or "")
+    dynamo = {"spark": {"conf": {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"}}}
+    assert (
+        parse_config({**GOOD, **LOCAL_PARTS, **dynamo, "storage": {"root": "s3a://b/l"}}).second_writer_hazard() is None
+    )
+    assert parse_config(GOOD).second_writer_hazard() is None  # a local file system refuses to overwrite a commit
