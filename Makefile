@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := .venv/bin/pytest
 
-.PHONY: help setup demo demo-generated test test-fast lint bench
+.PHONY: help setup demo demo-generated test test-fast test-object-storage lint bench
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ test: setup  ## run every test: unit, Spark (Delta) and integration
 
 test-fast: setup  ## unit tests only (no Spark), seconds
 	$(PYTEST) -m "not spark and not integration"
+
+test-object-storage: setup  ## the lake on a local S3-compatible store (scripts/s3.sh builds SeaweedFS on first use: minutes)
+	$(PYTEST) -m object_storage
 
 lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench maintenance streaming

@@ -17,6 +17,16 @@ os.environ["TZ"] = "UTC"
 time.tzset()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Object-storage tests build and start SeaweedFS: they run when ``-m`` names them, not in ``make test``."""
+    if "object_storage" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="object storage: run `make test-object-storage` (builds SeaweedFS on first use)")
+    for item in items:
+        if "object_storage" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):

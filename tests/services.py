@@ -24,6 +24,7 @@ from tests.registry import StandInRegistry
 
 ROOT = Path(__file__).parents[1]
 KAFKA_SCRIPT = ROOT / "scripts" / "kafka.sh"
+S3_SCRIPT = ROOT / "scripts" / "s3.sh"
 
 
 def _docker_running() -> bool:
@@ -41,17 +42,25 @@ def free_port() -> int:
 
 def free_port_pair() -> int:
     """A port P with P and P+1 free on 127.0.0.1 (the broker and its controller)."""
+    return free_port_block(2)
+
+
+def free_port_block(size: int) -> int:
+    """A port P with P..P+size-1 free on 127.0.0.1."""
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
+            port = int(s.getsockname()[1])
+        if port + size > 65536:
+            continue
+        try:
+            for offset in range(1, size):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + offset))
+        except OSError:
+            continue
         return port
-    raise RuntimeError("no two adjacent free ports on 127.0.0.1")
+    raise RuntimeError(f"no {size} adjacent free ports on 127.0.0.1")
 
 
 @dataclass
@@ -94,6 +103,66 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@dataclass
+class ObjectStore:
+    """An S3-compatible store (SeaweedFS's S3 gateway) started by scripts/s3.sh, with one bucket and one
+    identity; its S3 API on ``port``, weed's own servers on the seven ports after it."""
+
+    port: int
+    folder: Path
+    bucket: str = "cdc-delta"
+    access_key: str = "cdc-delta-test"
+    secret_key: str = "cdc-delta-test-secret"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _run(self, command: str) -> None:
+        env = {
+            **os.environ,
+            "S3_DIR": str(self.folder),
+            "S3_BUCKET": self.bucket,
+            "S3_ACCESS_KEY": self.access_key,
+            "S3_SECRET_KEY": self.secret_key,
+        }
+        # The first start builds weed from the Go module proxy: minutes on 2 cores.
+        subprocess.run([str(S3_SCRIPT), command, str(self.port)], check=True, env=env, timeout=1800)
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark's S3A settings for this store (the credentials come from the environment: :meth:`credentials`)."""
+        return {
+            "spark.hadoop.fs.s3a.endpoint": self.endpoint,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+        }
+
+    def credentials(self) -> dict[str, str]:
+        return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
+
+    def filesystem(self) -> Any:
+        """The store as a pyarrow file system (a reader that is neither Spark nor delta-rs)."""
+        from pyarrow import fs
+
+        return fs.S3FileSystem(
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            endpoint_override=self.endpoint,
+            scheme="http",
+            region="us-east-1",
+        )
+
+
+@pytest.fixture(scope="session")
+def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    store = ObjectStore(free_port_block(8), tmp_path_factory.mktemp("s3"))
+    store._run("start")
+    try:
+        yield store
+    finally:
+        store._run("stop")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""The lake on object storage: ``storage.root`` on a real S3-compatible server (SeaweedFS's S3 gateway,
+started by scripts/s3.sh), the object store configured once in ``spark.conf`` and the credentials in the
+environment. The stream lands in the changelog and merges there, ``maintain`` optimizes and vacuums,
+``snapshot`` publishes a Hive partition there, ``status`` reads it all with delta-rs, and nothing of the
+lake is written to the local disk but the locks and the embedded metastore, which must be local.
+
+Run with ``make test-object-storage`` (the first run builds SeaweedFS from the Go module proxy)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from pyarrow import fs
+
+from cdc_delta.config import load_config
+from cdc_delta.delta.delta_rs import open_table, read
+from cdc_delta.demo.batches import DEMO_TABLES
+from cdc_delta.demo.generator import ChangeGenerator, topic_of
+from cdc_delta.demo.producer import ensure_topics, produce
+from tests.oracle import canonical
+from tests.services import ROOT, ObjectStore, StreamProcess, write_config
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.object_storage]
+
+SERVER = "objs"
+DAY = "2026-01-01"  # the generator's source times
+
+
+def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def lake_config(tmp_path: Path, bootstrap: str, store: ObjectStore) -> Path:
+    config = write_config(tmp_path, bootstrap, SERVER)
+    data = yaml.safe_load(config.read_text())
+    data["storage"] = {"root": f"s3a://{store.bucket}/{tmp_path.name}/lake"}
+    data["spark"]["conf"].update(store.spark_conf())
+    local = tmp_path / "local"  # what cannot live on an object store: locks, the embedded metastore
+    data["maintenance"] = {
+        "lock_path": str(local / "maintenance.lock"),
+        "vacuum_retention_hours": 0,
+        "allow_short_retention": True,
+        "tombstone_retention_hours": 100_000,  # the generator's deletes are from 2026-01-01: kept
+    }
+    data["snapshot"] = {
+        "lock_path": str(local / "snapshot.lock"),
+        "metastore_dir": str(local / "metastore"),
+        "idle_grace_minutes": 0,
+    }
+    config.write_text(yaml.safe_dump(data))
+    return config
+
+
+def table_rows(config_path: Path, name: str) -> dict[tuple[str, int], dict[str, object]]:
+    """A table's rows on the store, read by delta-rs as ``status`` and ``check`` read them."""
+    config = load_config(config_path, env={})
+    table = open_table(config, config.storage.table_path(config.table(name)))
+    assert table is not None, name
+    dataset = table.to_pyarrow_dataset()
+    rows = read(dataset, dataset.schema.names).to_pylist()
+    return {(r["_cdc_source_db"], r["id"]): r for r in rows}
+
+
+def assert_equal_to_source(config: Path, generator: ChangeGenerator) -> None:
+    for name, sources in (("inventory.orders", DEMO_TABLES[:1]), ("shop.orders", DEMO_TABLES[1:])):
+        rows = table_rows(config, name)
+        live = {(t.db, k): v for t in sources for k, v in generator.rows[(t.db, t.table)].items()}
+        deleted = {(t.db, k) for t in sources for k in generator.deleted[(t.db, t.table)]}
+        assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(live), name
+        assert {k for k, r in rows.items() if r["_cdc_deleted"]} == deleted, name
+        for k, v in live.items():
+            assert (rows[k]["customer"], rows[k]["amount"], rows[k]["status"]) == (
+                v["customer"],
+                v["amount"],
+                v["status"],
+            ), (name, k)
+
+
+def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
+    kafka_bootstrap: str, object_store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in object_store.credentials().items():
+        monkeypatch.setenv(name, value)  # for every process started here: S3A and delta-rs read them
+    generator = ChangeGenerator(DEMO_TABLES, seed=41, tombstones=True, server=SERVER)
+    ensure_topics(kafka_bootstrap, [topic_of(t, SERVER) for t in DEMO_TABLES], 2)
+    produce(kafka_bootstrap, generator.changes(800))
+    config = lake_config(tmp_path, kafka_bootstrap, object_store)
+
+    stream = StreamProcess(config, tmp_path / "stream.log")
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    assert_equal_to_source(config, generator)
+    # The lake is on the store: the changelog, its schemas, the checkpoint, the tables, the registry.
+    s3 = object_store.filesystem()
+    prefix = f"{object_store.bucket}/{tmp_path.name}/lake"
+    names = {Path(info.path).name for info in s3.get_file_info(fs.FileSelector(prefix))}
+    assert {"_cdc_changelog", "_cdc_checkpoints", "inventory", "shop"} <= names, names
+    assert not (tmp_path / "lake").exists()
+
+    # More changes, a second run from the checkpoint on the store: nothing lost, nothing twice.
+    produce(kafka_bootstrap, generator.changes(400))
+    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    assert_equal_to_source(config, generator)
+
+    # The snapshot before maintenance: it reads the version that holds the day, whose files a VACUUM
+    # with no retention (as here, to prove deletes on the store) removes.
+    published = cli(config, "snapshot", "--date", DAY)
+    assert published.returncode == 0, published.stderr[-3000:]
+    assert f"snapshot {DAY} published" in published.stdout, published.stdout
+    # The partition's Parquet files on the store, read by pyarrow (neither Spark nor delta-rs).
+    location = f"{object_store.bucket}/{tmp_path.name}/lake/_cdc_warehouse/ods.db/orders/dt={DAY}"
+    got = pq.read_table(location, filesystem=s3, use_threads=False).to_pylist()
+    expected = [{k: canonical(v) for k, v in row.items()} for row in generator.rows[("inventory", "orders")].values()]
+    got_rows = [{k: canonical(v) for k, v in row.items() if k in expected[0]} for row in got]
+    assert sorted(got_rows, key=repr) == sorted(expected, key=repr)
+
+    maintained = cli(config, "maintain")
+    assert maintained.returncode == 0, maintained.stderr[-3000:]
+    assert "maintenance done in" in maintained.stdout, maintained.stdout
+    assert "single-driver log store" in maintained.stderr  # run here with the stream stopped, as it says
+    cfg = load_config(config, env={})
+    for name in ("inventory.orders", "shop.orders"):
+        line = next(line for line in maintained.stdout.splitlines() if line.startswith(f"{name}: files"))
+        assert int(re.search(r"(\d+) files vacuumed", line)[1]) > 0, line  # type: ignore[index]
+        # What is left on the store is what the table's version lists: OPTIMIZE's inputs are gone.
+        table = open_table(cfg, cfg.storage.table_path(cfg.table(name)))
+        assert "OPTIMIZE" in {entry["operation"] for entry in table.history(20)}
+        folder = f"{object_store.bucket}/{tmp_path.name}/lake/{name.replace('.', '/')}"
+        stored = {
+            Path(info.path).name
+            for info in s3.get_file_info(fs.FileSelector(folder, recursive=True))
+            if info.path.endswith(".parquet") and "/_delta_log/" not in info.path
+        }
+        assert stored == {Path(uri).name for uri in table.file_uris()}, name
+    assert_equal_to_source(config, generator)  # the files VACUUM left are the ones the tables need
+
+    status = cli(config, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    for name in ("inventory.orders", "shop.orders"):
+        line = next(line for line in status.stdout.splitlines() if line.startswith(name))
+        assert line.split()[-2] == str(len(table_rows(config, name))), line
+    printed = status.stdout + status.stderr + maintained.stdout + maintained.stderr + stream.log.read_text()
+    assert object_store.secret_key not in printed
