@@ -13,7 +13,7 @@ from types import FrameType
 from cdc_delta import __version__
 from cdc_delta.cli import connectors, demo, jobs, status, stream
 from cdc_delta.cli.common import logger
-from cdc_delta.exceptions import CdcDeltaError, exit_code_for
+from cdc_delta.exceptions import CdcDeltaError, exit_code_for, one_line
 
 EPILOG = """\
 examples:
@@ -87,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Stopped as stopped:
         print(f"cdc-delta: stopped by {stopped}", file=sys.stderr)
         return 128 + stopped.signum
+    except Exception as exc:  # noqa: BLE001 (the unexpected: one line too; the trace is -v's)
+        logger.debug("failed", exc_info=True)
+        print(f"cdc-delta: error: {one_line(exc)} (unexpected: run again with -v for the trace)", file=sys.stderr)
+        return exit_code_for(exc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -46,18 +46,6 @@ def fails_the_batch(spark: SparkSession, exc: BaseException) -> bool:
     return is_conflict(exc) or any(marker in text for marker in _PROCESS_FAILURES)
 
 
-def one_line(exc: BaseException, limit: int = 400) -> str:
-    """The exception's type and the first line of its message (a JVM error's holds its whole trace)."""
-    java = getattr(exc, "java_exception", None)  # py4j's error: its own text only names the call
-    lines = [line.strip() for line in str(java if java is not None else exc).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    if len(text) > limit:
-        text = text[:limit] + "..."
-    if java is not None:
-        return text  # the Java exception's class and message
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 W = TypeVar("W")
 R = TypeVar("R")
 

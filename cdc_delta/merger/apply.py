@@ -23,9 +23,9 @@ from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merg
 from cdc_delta.delta.hold import stream_hold, wait_while_held
 from cdc_delta.delta.registry import TableRegistry, registry_path
 from cdc_delta.delta.tables import create_table, enable_manifest, mark_stopped
-from cdc_delta.delta.workers import fails_the_batch, one_line
+from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
-from cdc_delta.exceptions import CdcDeltaError, TableUnavailable
+from cdc_delta.exceptions import CdcDeltaError, TableUnavailable, one_line
 from cdc_delta.merger import column_defaults
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.merge import MergeResult, merge_rows

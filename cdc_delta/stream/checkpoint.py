@@ -37,8 +37,7 @@ from cdc_delta import hadoop_fs
 from cdc_delta.changelog.table import changelog_path
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import registry_path
-from cdc_delta.delta.workers import one_line
-from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable
+from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable, one_line
 from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import subprocess
@@ -234,3 +235,25 @@ def test_status_names_what_needs_attention() -> None:
         "merge lag: db.a: 700s is over --max-merge-lag 600",
         "stopped: db.b: table db.b failed: boom",
     ]
+
+
+def test_an_unexpected_failure_is_one_line_exit_1_and_its_trace_is_for_verbose(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cdc_delta")
+
+    class JavaError(Exception):  # py4j's: its text names only the call, the JVM's exception holds the rest
+        java_exception = "java.io.FileNotFoundException: s3a://b/t/part-0.parquet\n\tat org.apache.hadoop.X"
+
+    def broken(path: object) -> None:
+        raise JavaError("An error occurred while calling o42.load")
+
+    monkeypatch.setattr("cdc_delta.cli.stream.load_config", broken)
+    assert main(["check-config", "--config", EXAMPLE]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "cdc-delta: error: java.io.FileNotFoundException: s3a://b/t/part-0.parquet (unexpected: run again with -v "
+        "for the trace)\n"
+    )
+    (logged,) = [r for r in caplog.records if r.exc_info]  # what -v prints: the trace, at debug level
+    assert logged.levelno == logging.DEBUG and logged.exc_info[0] is JavaError  # type: ignore[index]
