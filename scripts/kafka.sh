@@ -7,7 +7,10 @@
 # Environment: KAFKA_PORT (default 9092; the controller listens on PORT+1), KAFKA_DIR (default
 # var/kafka-PORT: config, data, log, pid), KAFKA_HEAP (default 512m). KAFKA_SASL_USERS="admin:pw,cdc:pw2"
 # makes the client listener SASL_PLAINTEXT with PLAIN and those users, with ACLs (StandardAuthorizer): the
-# first user is a super user (the broker's own), the others may do only what ACLs allow.
+# first user is a super user (the broker's own), the others may do only what ACLs allow; each user may also
+# log in with SCRAM-SHA-512 (credentials stored when the storage is formatted). KAFKA_TLS=1 makes the
+# listener TLS (SASL_SSL, or SSL without users) with a certificate for 127.0.0.1 and localhost signed by a
+# CA made at the first start: $KAFKA_DIR/tls/ca.pem is the CA clients check the broker against.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-status}"
@@ -25,6 +28,11 @@ start() {
   mkdir -p "$dir/data"
   local client="PLAINTEXT"
   [[ -n "${KAFKA_SASL_USERS:-}" ]] && client="SASL_PLAINTEXT"
+  if [[ "${KAFKA_TLS:-0}" == 1 ]]; then
+    client="SSL"; [[ -n "${KAFKA_SASL_USERS:-}" ]] && client="SASL_SSL"
+    tls_files
+  fi
+  local listener; listener="$(echo "$client" | tr '[:upper:]' '[:lower:]')"
   cat > "$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
@@ -47,14 +55,24 @@ PROPS
     IFS=',' read -ra entries <<<"$KAFKA_SASL_USERS"
     for entry in "${entries[@]}"; do users+=" user_${entry%%:*}=\"${entry#*:}\""; done
     cat >> "$dir/server.properties" <<PROPS
-sasl.enabled.mechanisms=PLAIN
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
 sasl.mechanism.inter.broker.protocol=PLAIN
-listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${admin%%:*}" password="${admin#*:}"$users;
+listener.name.$listener.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${admin%%:*}" password="${admin#*:}"$users;
+listener.name.$listener.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:${admin%%:*};User:ANONYMOUS
 allow.everyone.if.no.acl.found=false
 PROPS
     chmod 600 "$dir/server.properties"
+  fi
+  if [[ "${KAFKA_TLS:-0}" == 1 ]]; then
+    cat >> "$dir/server.properties" <<PROPS
+ssl.keystore.type=PEM
+ssl.keystore.location=$dir/tls/broker-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$dir/tls/ca.pem
+ssl.endpoint.identification.algorithm=https
+PROPS
   fi
   cat > "$dir/log4j.properties" <<PROPS
 log4j.rootLogger=INFO, file
@@ -68,7 +86,12 @@ PROPS
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local cluster_id
     cluster_id="$("${java_cmd[@]}" kafka.tools.StorageTool random-uuid)"
-    "${java_cmd[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" >/dev/null
+    local scram=() entry
+    if [[ -n "${KAFKA_SASL_USERS:-}" ]]; then
+      IFS=',' read -ra entries <<<"$KAFKA_SASL_USERS"
+      for entry in "${entries[@]}"; do scram+=(--add-scram "SCRAM-SHA-512=[name=${entry%%:*},password=${entry#*:}]"); done
+    fi
+    "${java_cmd[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" "${scram[@]}" >/dev/null
   fi
   nohup "${java_cmd[@]}" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 &
   echo $! >"$pidfile"
@@ -79,6 +102,22 @@ PROPS
   done
   echo "kafka: not ready on 127.0.0.1:$port after 60 s; see $dir/server.log" >&2
   exit 1
+}
+
+tls_files() {  # a CA and the broker's key and certificate (127.0.0.1, localhost), made once per KAFKA_DIR
+  local tls="$dir/tls"
+  [[ -f "$tls/broker-keystore.pem" ]] && return 0
+  mkdir -p "$tls" && chmod 700 "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=cdc-delta test CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tls/broker.key" -out "$tls/broker.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$tls/san.ext"
+  openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$tls/san.ext" -out "$tls/broker.pem" 2>/dev/null
+  # Kafka's PEM key store: the private key (PKCS#8, not encrypted) then the certificate chain.
+  openssl pkcs8 -topk8 -nocrypt -in "$tls/broker.key" >"$tls/broker-keystore.pem"
+  cat "$tls/broker.pem" "$tls/ca.pem" >>"$tls/broker-keystore.pem"
+  chmod 600 "$tls"/*.key "$tls/broker-keystore.pem"
 }
 
 stop() {

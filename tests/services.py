@@ -70,7 +70,14 @@ class NativeKafka:
     port: int
     folder: Path
     sasl_users: str | None = None
-    """``admin:pw,user:pw,...``: a SASL_PLAINTEXT listener with ACLs (scripts/kafka.sh, KAFKA_SASL_USERS)."""
+    """``admin:pw,user:pw,...``: a SASL listener with ACLs, PLAIN and SCRAM-SHA-512 (scripts/kafka.sh,
+    KAFKA_SASL_USERS)."""
+    tls: bool = False
+    """A TLS listener (SASL_SSL with users), its certificate signed by :attr:`ca_file` (KAFKA_TLS)."""
+
+    @property
+    def ca_file(self) -> Path:
+        return self.folder / "tls" / "ca.pem"
 
     @property
     def bootstrap(self) -> str:
@@ -80,6 +87,8 @@ class NativeKafka:
         env = {**os.environ, "KAFKA_DIR": str(self.folder)}
         if self.sasl_users:
             env["KAFKA_SASL_USERS"] = self.sasl_users
+        if self.tls:
+            env["KAFKA_TLS"] = "1"
         subprocess.run([str(KAFKA_SCRIPT), command, str(self.port)], check=True, env=env, timeout=180)
 
     def start(self) -> None:

@@ -41,18 +41,25 @@ class _Client:
         )
 
     def refusal(self) -> KafkaRefused | None:
-        """After a failure: whether the brokers refused this client's credentials (librdkafka says so only
-        to the error callback, and reports the call itself as a transport failure)."""
+        """After a failure: whether the brokers refused this client's credentials, or its TLS handshake
+        failed (librdkafka says so only to the error callback, and reports the call itself as a transport
+        failure)."""
         user = self.target.settings.get("sasl.username")
-        if user is None:
-            return None
         self.consumer.poll(0.5)
         for error in self.errors:
-            if error.code() == KafkaError._AUTHENTICATION:
+            if error.code() == KafkaError._AUTHENTICATION and user is not None:
                 reason = error.str().split("SASL authentication error: ", 1)[-1].split(" (after ")[0]
                 return KafkaRefused(
                     f"Kafka at {self.target.bootstrap} refused user {user} ({reason}): check "
                     "kafka.security.username and kafka.security.password_env (or password_file)"
+                )
+            if error.code() == KafkaError._SSL:
+                reason = error.str().split("SSL handshake failed: ", 1)[-1].split(" (after ")[0]
+                reason = reason.split(", verify that ssl.ca.location")[0]  # librdkafka's setting, not ours
+                return KafkaRefused(
+                    f"Kafka at {self.target.bootstrap}: the TLS handshake failed ({reason}): check "
+                    "kafka.security.ca_file (the CA that signed the brokers' certificates), check_hostname, "
+                    "and certificate_file/key_file where the brokers ask for a client certificate"
                 )
         return None
 

@@ -1,7 +1,8 @@
-"""Every command against a broker with SASL (PLAIN) and ACLs, configured once in ``kafka.security``: the
-stream (Spark's Kafka source), ``status`` and the consumer group's offsets (librdkafka) work for the user
-the ACLs allow; a wrong password and a user without ACLs are one line each, naming what to fix, exit 2,
-and the password is in nothing printed."""
+"""Every command against a broker with a SASL_SSL listener (TLS, SCRAM-SHA-512 and PLAIN) and ACLs,
+configured once in ``kafka.security``: the stream (Spark's Kafka source), ``status`` and the consumer
+group's offsets (librdkafka) work for the user the ACLs allow; a wrong password, a user without ACLs and
+a CA that did not sign the broker's certificate are one line each, naming what to fix, exit 2, and the
+password is in nothing printed."""
 
 from __future__ import annotations
 
@@ -36,19 +37,20 @@ SERVER = "sec"
 PASSWORDS = {"admin": "adm1n-pw", "cdc": "cdc-s3cret-pw", "stranger": "str4nger-pw"}
 
 
-def sasl(user: str, password: str) -> dict[str, str]:
+def sasl(broker: NativeKafka, user: str, password: str) -> dict[str, str]:
     return {
-        "security.protocol": "SASL_PLAINTEXT",
+        "security.protocol": "SASL_SSL",
         "sasl.mechanisms": "PLAIN",
         "sasl.username": user,
         "sasl.password": password,
+        "ssl.ca.location": str(broker.ca_file),
     }
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeKafka]:
     users = ",".join(f"{u}:{p}" for u, p in PASSWORDS.items())
-    kafka = NativeKafka(free_port_pair(), tmp_path_factory.mktemp("sasl-kafka"), sasl_users=users)
+    kafka = NativeKafka(free_port_pair(), tmp_path_factory.mktemp("sasl-kafka"), sasl_users=users, tls=True)
     kafka.start()
     try:
         yield kafka
@@ -80,11 +82,19 @@ def allow_cdc(admin: Brokers, app_id: str) -> None:
         future.result(timeout=30)
 
 
-def secured_config(folder: Path, bootstrap: str, user: str, topics: bool = False) -> Path:
+def secured_config(
+    folder: Path, broker: NativeKafka, user: str, topics: bool = False, ca_file: Path | None = None
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    path = write_config(folder, bootstrap, SERVER, max_per_batch=1000)
+    path = write_config(folder, broker.bootstrap, SERVER, max_per_batch=1000)
     data = yaml.safe_load(path.read_text())
-    data["kafka"]["security"] = {"protocol": "SASL_PLAINTEXT", "username": user, "password_env": "CDC_KAFKA_PASSWORD"}
+    data["kafka"]["security"] = {
+        "protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "username": user,
+        "password_env": "CDC_KAFKA_PASSWORD",
+        "ca_file": str(ca_file or broker.ca_file),
+    }
     if topics:  # named topics: a topic hidden from the user is told apart from one not created yet
         data["kafka"].pop("topic_pattern")
         data["kafka"]["topics"] = sorted({topic_of(t, SERVER) for t in DEMO_TABLES})
@@ -106,11 +116,11 @@ def cli(config: Path, password: str, *args: str) -> subprocess.CompletedProcess[
 def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
     spark: Any, broker: NativeKafka, tmp_path: Path
 ) -> None:
-    admin = Brokers(broker.bootstrap, sasl("admin", PASSWORDS["admin"]))
+    admin = Brokers(broker.bootstrap, sasl(broker, "admin", PASSWORDS["admin"]))
     generator = ChangeGenerator(DEMO_TABLES, seed=31, tombstones=True, server=SERVER)
     ensure_topics(admin, [topic_of(t, SERVER) for t in DEMO_TABLES], 2)
     produce(admin, generator.changes(600))
-    config = secured_config(tmp_path, broker.bootstrap, "cdc")
+    config = secured_config(tmp_path, broker, "cdc")
     app_id = yaml.safe_load(config.read_text())["app_id"]
     allow_cdc(admin, app_id)
 
@@ -137,11 +147,12 @@ def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
         assert refused.returncode == 2, (command, refused.stderr[-2000:])
         (line,) = refused.stderr.strip().splitlines()
         assert line == (
-            f"cdc-delta: error: Kafka at {broker.bootstrap} refused user cdc (Authentication failed: Invalid "
-            "username or password): check kafka.security.username and kafka.security.password_env (or password_file)"
+            f"cdc-delta: error: Kafka at {broker.bootstrap} refused user cdc (Authentication failed during "
+            "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512): check "
+            "kafka.security.username and kafka.security.password_env (or password_file)"
         ), line
     # A user without ACLs: the topic it may not describe, and the grant to ask for.
-    stranger = secured_config(tmp_path / "stranger", broker.bootstrap, "stranger", topics=True)
+    stranger = secured_config(tmp_path / "stranger", broker, "stranger", topics=True)
     refused = cli(stranger, PASSWORDS["stranger"], "status")
     assert refused.returncode == 2, refused.stderr[-2000:]
     (line,) = refused.stderr.strip().splitlines()
@@ -150,5 +161,24 @@ def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
         f"cdc-delta: error: Kafka at {broker.bootstrap} does not let user stranger describe topic {first}: "
     ), line
     assert "--allow-principal User:stranger --operation Describe --operation Read" in line
+    # A CA that did not sign the broker's certificate: the handshake's reason and the settings to check.
+    other_ca = tmp_path / "other-ca.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other",
+         "-keyout", str(tmp_path / "other-ca.key"), "-out", str(other_ca)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    untrusted = cli(secured_config(tmp_path / "other-ca", broker, "cdc", ca_file=other_ca), PASSWORDS["cdc"], "status")
+    assert untrusted.returncode == 2, untrusted.stderr[-2000:]
+    (line,) = untrusted.stderr.strip().splitlines()
+    assert line.startswith(f"cdc-delta: error: Kafka at {broker.bootstrap}: the TLS handshake failed (") and (
+        "certificate verify failed" in line
+        and line.endswith(
+            "check kafka.security.ca_file (the CA that signed the "
+            "brokers' certificates), check_hostname, and certificate_file/key_file where the brokers ask for a client "
+            "certificate"
+        )
+    ), line
     printed = status.stdout + status.stderr + refused.stdout + refused.stderr + stream.log.read_text()
+    printed += untrusted.stdout + untrusted.stderr
     assert not any(password in printed for password in PASSWORDS.values())
