@@ -155,3 +155,20 @@ def write_as_merged(
         .option("userMetadata", landing.to_json())
         .save(changelog_path(config))
     )
+
+
+def assert_demo_tables_equal_source(rows_of: Any, generator: Any) -> None:
+    """The two demo tables (``inventory.orders``, ``shop.orders``) equal the generator's source: live rows
+    with their values, every deleted key a soft-deleted row, nothing else. ``rows_of(name)``: the table's
+    rows as dicts, read by whichever reader the test checks (Spark, delta-rs)."""
+    from cdc_delta.demo.batches import DEMO_TABLES
+
+    for name, sources in (("inventory.orders", DEMO_TABLES[:1]), ("shop.orders", DEMO_TABLES[1:])):
+        rows = {(r["_cdc_source_db"], r["id"]): r for r in rows_of(name)}
+        live = {(t.db, k): v for t in sources for k, v in generator.rows[(t.db, t.table)].items()}
+        deleted = {(t.db, k) for t in sources for k in generator.deleted[(t.db, t.table)]}
+        assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(live), name
+        assert {k for k, r in rows.items() if r["_cdc_deleted"]} == deleted, name
+        for k, v in live.items():
+            got = (rows[k]["customer"], rows[k]["amount"], rows[k]["status"])
+            assert got == (v["customer"], v["amount"], v["status"]), (name, k)

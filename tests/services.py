@@ -316,6 +316,20 @@ class StreamProcess:
         return [line for line in lines if "cdc_delta.stream.query: batch" in line]
 
 
+def cdc_delta(
+    config: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``cdc-delta <args> --config <config>`` as a process, its output captured; ``env`` adds variables."""
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
 def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:
     """A config for the demo tables under ``folder``, reading the topics of ``server``."""
     from cdc_delta.demo.batches import demo_tables

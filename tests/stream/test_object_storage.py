@@ -9,8 +9,6 @@ Run with ``make test-object-storage`` (the first run builds SeaweedFS from the G
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -23,23 +21,14 @@ from cdc_delta.delta.delta_rs import open_table, read
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
+from tests.delta_rows import assert_demo_tables_equal_source
 from tests.oracle import canonical
-from tests.services import ROOT, ObjectStore, StreamProcess, write_config
+from tests.services import ObjectStore, StreamProcess, cdc_delta, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.object_storage]
 
 SERVER = "objs"
 DAY = "2026-01-01"  # the generator's source times
-
-
-def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
 
 
 def lake_config(tmp_path: Path, bootstrap: str, store: ObjectStore) -> Path:
@@ -63,29 +52,17 @@ def lake_config(tmp_path: Path, bootstrap: str, store: ObjectStore) -> Path:
     return config
 
 
-def table_rows(config_path: Path, name: str) -> dict[tuple[str, int], dict[str, object]]:
+def table_rows(config_path: Path, name: str) -> list[dict[str, object]]:
     """A table's rows on the store, read by delta-rs as ``status`` and ``check`` read them."""
     config = load_config(config_path, env={})
     table = open_table(config, config.storage.table_path(config.table(name)))
     assert table is not None, name
     dataset = table.to_pyarrow_dataset()
-    rows = read(dataset, dataset.schema.names).to_pylist()
-    return {(r["_cdc_source_db"], r["id"]): r for r in rows}
+    return list(read(dataset, dataset.schema.names).to_pylist())
 
 
 def assert_equal_to_source(config: Path, generator: ChangeGenerator) -> None:
-    for name, sources in (("inventory.orders", DEMO_TABLES[:1]), ("shop.orders", DEMO_TABLES[1:])):
-        rows = table_rows(config, name)
-        live = {(t.db, k): v for t in sources for k, v in generator.rows[(t.db, t.table)].items()}
-        deleted = {(t.db, k) for t in sources for k in generator.deleted[(t.db, t.table)]}
-        assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(live), name
-        assert {k for k, r in rows.items() if r["_cdc_deleted"]} == deleted, name
-        for k, v in live.items():
-            assert (rows[k]["customer"], rows[k]["amount"], rows[k]["status"]) == (
-                v["customer"],
-                v["amount"],
-                v["status"],
-            ), (name, k)
+    assert_demo_tables_equal_source(lambda name: table_rows(config, name), generator)
 
 
 def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
@@ -115,7 +92,7 @@ def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
 
     # The snapshot before maintenance: it reads the version that holds the day, whose files a VACUUM
     # with no retention (as here, to prove deletes on the store) removes.
-    published = cli(config, "snapshot", "--date", DAY)
+    published = cdc_delta(config, "snapshot", "--date", DAY)
     assert published.returncode == 0, published.stderr[-3000:]
     assert f"snapshot {DAY} published" in published.stdout, published.stdout
     # The partition's Parquet files on the store, read by pyarrow (neither Spark nor delta-rs).
@@ -125,7 +102,7 @@ def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
     got_rows = [{k: canonical(v) for k, v in row.items() if k in expected[0]} for row in got]
     assert sorted(got_rows, key=repr) == sorted(expected, key=repr)
 
-    maintained = cli(config, "maintain")
+    maintained = cdc_delta(config, "maintain")
     assert maintained.returncode == 0, maintained.stderr[-3000:]
     assert "maintenance done in" in maintained.stdout, maintained.stdout
     assert "single-driver log store" in maintained.stderr  # run here with the stream stopped, as it says
@@ -145,7 +122,7 @@ def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
         assert stored == {Path(uri).name for uri in table.file_uris()}, name
     assert_equal_to_source(config, generator)  # the files VACUUM left are the ones the tables need
 
-    status = cli(config, "status")
+    status = cdc_delta(config, "status")
     assert status.returncode == 0, status.stdout + status.stderr
     for name in ("inventory.orders", "shop.orders"):
         line = next(line for line in status.stdout.splitlines() if line.startswith(name))

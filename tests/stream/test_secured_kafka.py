@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
 from cdc_delta.kafka.client import Brokers
-from tests.services import ROOT, NativeKafka, StreamProcess, free_port_pair, write_config
+from tests.services import NativeKafka, StreamProcess, cdc_delta, free_port_pair, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -103,14 +102,7 @@ def secured_config(
 
 
 def cli(config: Path, password: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "CDC_KAFKA_PASSWORD": password},
-    )
+    return cdc_delta(config, *args, env={"CDC_KAFKA_PASSWORD": password}, timeout=300)
 
 
 def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
