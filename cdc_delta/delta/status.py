@@ -78,13 +78,11 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
     rows, deleted, unreadable = None, None, None
     try:
         dataset = table.to_pyarrow_dataset()
-        unreadable = _missing_files(dataset)
-        if unreadable is None:
-            # The one column read, summed (count_rows with a filter answered 0 on these tables: its statistics
-            # pruning is wrong for booleans).
-            flags = read(dataset, [C.DELETED]).column(0)
-            deleted = pc.sum(flags.cast("int64")).as_py() or 0
-            rows = count(dataset)
+        # The one column read, summed (count_rows with a filter answered 0 on these tables: its statistics
+        # pruning is wrong for booleans).
+        flags = read(dataset, [C.DELETED]).column(0)
+        deleted = pc.sum(flags.cast("int64")).as_py() or 0
+        rows = count(dataset)
     except Exception as exc:  # noqa: BLE001 (a damaged table is reported, not the end of status)
         unreadable = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     merged = table.transaction_version(merge_txn_app_id(config.app_id, name))
@@ -99,20 +97,6 @@ def _one(config: AppConfig, name: str, path: str) -> TableStatus:
         stopped_reason=_stopped(table.metadata().configuration),
         unreadable=unreadable,
     )
-
-
-def _missing_files(dataset: Any) -> str | None:
-    """Which of the table's data files are gone, asked of the file system before any scan: a scan that
-    fails on a missing file can leave Arrow's reader threads behind, and the process then aborts at exit
-    ("terminate called without an active exception", apache/arrow#34314) instead of returning status's
-    exit code."""
-    from pyarrow.fs import FileType
-
-    infos = dataset.filesystem.get_file_info(list(dataset.files))
-    missing = [info.path for info in infos if info.type == FileType.NotFound]
-    if not missing:
-        return None
-    return f"data file {missing[0]} not found ({len(missing)} of the {len(infos)} files the table's version lists)"
 
 
 def _vanished(config: AppConfig, name: str, path: str) -> str | None:
