@@ -21,7 +21,8 @@ pidfile="$dir/connect.pid"
 jars="$root/.jars/connect"
 url="http://127.0.0.1:$port"
 
-running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# shellcheck source=scripts/service-lib.sh
+source "$root/scripts/service-lib.sh"  # running, stop_service
 # Ready once the REST API answers and the Debezium plugins are loaded.
 ready() { curl -fsS --max-time 2 "$url/connector-plugins" 2>/dev/null | grep -q 'io.debezium.connector.mariadb.MariaDbConnector'; }
 
@@ -77,19 +78,10 @@ PROPS
   exit 1
 }
 
-stop() {
-  if ! running; then echo "connect: not running ($dir)"; rm -f "$pidfile"; return 0; fi
-  local pid; pid="$(cat "$pidfile")"
-  kill "$pid"
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  rm -f "$pidfile"
-  echo "connect: stopped (pid $pid)"
-}
 
 case "$cmd" in
   start) start ;;
-  stop) stop ;;
+  stop) stop_service connect 30 ;;
   status) if running; then echo "connect: running on $url (pid $(cat "$pidfile"))"; else echo "connect: not running"; exit 3; fi ;;
   *) echo "usage: scripts/connect.sh start|stop|status [PORT]" >&2; exit 2 ;;
 esac

@@ -19,7 +19,8 @@ dir="${KAFKA_DIR:-$root/var/kafka-$port}"
 pidfile="$dir/kafka.pid"
 jars="$root/.jars/kafka"
 
-running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# shellcheck source=scripts/service-lib.sh
+source "$root/scripts/service-lib.sh"  # running, stop_service
 ready() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 
 start() {
@@ -120,19 +121,10 @@ tls_files() {  # a CA and the broker's key and certificate (127.0.0.1, localhost
   chmod 600 "$tls"/*.key "$tls/broker-keystore.pem"
 }
 
-stop() {
-  if ! running; then echo "kafka: not running ($dir)"; rm -f "$pidfile"; return 0; fi
-  local pid; pid="$(cat "$pidfile")"
-  kill "$pid"
-  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  rm -f "$pidfile"
-  echo "kafka: stopped (pid $pid)"
-}
 
 case "$cmd" in
   start) start ;;
-  stop) stop ;;
+  stop) stop_service kafka 20 ;;
   status) if running; then echo "kafka: running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; else echo "kafka: not running"; exit 3; fi ;;
   *) echo "usage: scripts/kafka.sh start|stop|status [PORT]" >&2; exit 2 ;;
 esac

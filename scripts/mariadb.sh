@@ -19,7 +19,8 @@ dir="${MARIADB_DIR:-$root/var/mariadb-$port}"
 pidfile="$dir/mariadb.pid"
 socket="$dir/mariadb.sock"
 
-running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# shellcheck source=scripts/service-lib.sh
+source "$root/scripts/service-lib.sh"  # running, stop_service
 client() { mariadb --protocol=socket --socket="$socket" -uroot --default-character-set=utf8mb4 "$@"; }
 
 install() {
@@ -67,19 +68,10 @@ start() {
   exit 1
 }
 
-stop() {
-  if ! running; then echo "mariadb: not running ($dir)"; return 0; fi
-  local pid; pid="$(cat "$pidfile")"
-  kill "$pid"
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  rm -f "$pidfile"
-  echo "mariadb: stopped (pid $pid)"
-}
 
 case "$cmd" in
   start) start ;;
-  stop) stop ;;
+  stop) stop_service mariadb 30 ;;
   status) if running; then echo "mariadb: running on 127.0.0.1:$port (pid $(cat "$pidfile"))"; else echo "mariadb: not running"; exit 3; fi ;;
   sql) client -e "$2" ;;
   *) echo "usage: scripts/mariadb.sh start|stop|status [PORT] | sql \"SQL\"" >&2; exit 2 ;;

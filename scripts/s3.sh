@@ -30,7 +30,8 @@ tools="$root/.tools"
 weed="$tools/bin/weed"
 endpoint="http://127.0.0.1:$port"
 
-running() { [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# shellcheck source=scripts/service-lib.sh
+source "$root/scripts/service-lib.sh"  # running, stop_service
 s3curl() { curl -sS --max-time 5 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" "$@"; }
 
 install() {
@@ -96,15 +97,6 @@ JSON
   exit 1
 }
 
-stop() {
-  if ! running; then echo "s3: not running ($dir)"; rm -f "$pidfile"; return 0; fi
-  local pid; pid="$(cat "$pidfile")"
-  kill "$pid"
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  rm -f "$pidfile"
-  echo "s3: stopped (pid $pid)"
-}
 
 env_exports() {
   cat <<ENV
@@ -117,7 +109,7 @@ ENV
 case "$cmd" in
   install) install ;;
   start) start ;;
-  stop) stop ;;
+  stop) stop_service s3 30 ;;
   status) if running; then echo "s3: running on $endpoint (pid $(cat "$pidfile"), bucket $bucket)"; else echo "s3: not running"; exit 3; fi ;;
   env) env_exports ;;
   *) echo "usage: scripts/s3.sh install | start|stop|status|env [PORT]" >&2; exit 2 ;;
