@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -15,6 +16,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_delta.changelog import table_index
 from cdc_delta.changelog.table import (
     LAND_SEQ,
     TABLE,
@@ -91,6 +93,8 @@ class Changelog:
         """The changelog's version after this lander's last landing (at start: as it found it)."""
         stored = spark.read.format("delta").load(self.schemas_path).select("schema_id").collect()
         self._schemas = {row["schema_id"] for row in stored}
+        self._tables = table_index.discovered(spark, config)
+        """The tables the pattern entries made so far: name -> topic."""
         self._lock = threading.Lock()
         self._hold = stream_hold(config, CHANGELOG)
 
@@ -102,14 +106,19 @@ class Changelog:
         record: StreamCommit,
         descriptors: set[str],
         events_by_table: dict[str, int],
+        new_tables: Mapping[str, str] | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this batch landed before: Delta's
         transaction id, the checkpoint's epoch and the batch id); ``descriptors`` are the batch's
-        distinct column descriptors, stored first where new."""
+        distinct column descriptors, stored first where new; ``new_tables``, the tables pattern entries
+        made in this batch (:meth:`claim`), are added to the table index first."""
         self._store_schemas(descriptors)
         with self._lock:
             land_seq = self._next_seq
             self._next_seq += 1
+        if new_tables:
+            table_index.record(self.spark, self.config, new_tables, land_seq, at)
+            self._tables.update(new_tables)
         record = StreamCommit(**{**record.__dict__, "land_seq": land_seq, "operation": "land"})
         before = latest_version(self.spark, self.path)
         self._alone(before)
@@ -134,6 +143,10 @@ class Changelog:
             self._alone(mine - 1)  # one that landed between the check above and this commit
             self._seen = mine
         return Landing(land_seq, batch_id, at, {} if replayed else dict(events_by_table), replayed)
+
+    def claim(self, origins: Mapping[str, set[str]]) -> table_index.Claims:
+        """The batch's new pattern tables and its refused (table, topic) pairs (:func:`.table_index.claim`)."""
+        return table_index.claim(self.config, self._tables, origins)
 
     def _alone(self, through: int | None) -> None:
         """Raise :class:`ConcurrentStreamError` when a landing other than this lander's is among the

@@ -9,7 +9,8 @@ the changelog rows past it.
 A row holds what rebuilds any table without Kafka: the logical table, op, ordering key, source time
 and shard, the Kafka record, the micro-batch, the row image as the decoder left it (canonical JSON,
 typed at merge time) and a reference to its column descriptor; the descriptors are stored once each,
-in the schemas table beside (``<changelog>_schemas``). The changelog is not partitioned: a batch's rows
+in the schemas table beside (``<changelog>_schemas``). The tables that pattern entries made are listed
+in the table index (``<changelog>_tables``, :mod:`.table_index`). The changelog is not partitioned: a batch's rows
 are sorted by table into files of small row groups, so that reading one table's changes skips the
 row groups of the others, and the files of landings a table has merged are skipped by ``land_seq``.
 """
@@ -39,6 +40,8 @@ CHANGELOG_DDL = (
 )
 """Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image."""
 SCHEMAS_DDL = "schema_id string, schema_json string"
+TABLES_DDL = f"`{TABLE}` string, topic string, {LAND_SEQ} bigint, found_at timestamp"
+"""The table index: each table a pattern entry made, the topic it comes from, the landing that found it."""
 
 
 def changelog_path(config: AppConfig) -> str:
@@ -47,6 +50,10 @@ def changelog_path(config: AppConfig) -> str:
 
 def schemas_path(config: AppConfig) -> str:
     return f"{changelog_path(config).rstrip('/')}_schemas"
+
+
+def tables_path(config: AppConfig) -> str:
+    return f"{changelog_path(config).rstrip('/')}_tables"
 
 
 def _struct(ddl: str) -> StructType:
@@ -63,14 +70,23 @@ def schemas_schema() -> StructType:
     return _struct(SCHEMAS_DDL)
 
 
+def tables_schema() -> StructType:
+    return _struct(TABLES_DDL)
+
+
 def schema_id(schema_json: str) -> str:
     """The reference a changelog row holds to its column descriptor (a digest of its text)."""
     return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:24]
 
 
 def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
-    """Create the changelog and its schemas table where they do not exist yet (a no-op otherwise)."""
-    for path, schema in ((changelog_path(config), changelog_schema()), (schemas_path(config), schemas_schema())):
+    """Create the changelog, its schemas table and its table index where they do not exist yet (a no-op
+    otherwise)."""
+    for path, schema in (
+        (changelog_path(config), changelog_schema()),
+        (schemas_path(config), schemas_schema()),
+        (tables_path(config), tables_schema()),
+    ):
         if not DeltaTable.isDeltaTable(spark, path):
             DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
 

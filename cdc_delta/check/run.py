@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
+from cdc_delta.changelog.table_index import discovered_without_spark
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.delta_rs import open_table
@@ -77,7 +78,7 @@ class CheckReport:
 def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     """Probe ``names`` (default: every table) and write the JSON report."""
     started, t0 = dt.datetime.now(dt.timezone.utc), time.monotonic()
-    tables = [config.table(n) for n in names] if names else list(config.tables)
+    tables = [config.table(n) for n in names] if names else config.all_tables(discovered_without_spark(config))
     conn = source_db.connect(config.source)
     try:
         results = [check_table(config, conn, table) for table in tables]

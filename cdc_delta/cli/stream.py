@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
-from cdc_delta.config import load_config
+from cdc_delta.config import TableConfig, load_config
 from cdc_delta.views.catalog import register_delta_tables
 
 
@@ -179,7 +179,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for table in config.tables:
-        print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}")
+        made = f" (a table per source table of {_route(table)})" if table.is_pattern else ""
+        print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}{made}")
     print(f"dead letters -> {config.storage.dead_letters}")
     m = config.merge
     print(f"changelog -> {config.changelog.located(config.storage.root)} (kept {config.changelog.retention_hours:g} h)")
@@ -194,6 +195,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _route(table: TableConfig) -> str:
+    parts = [
+        ("topics", table.topic_pattern),
+        ("source db", table.source_database),
+        ("source table", table.source_table),
+    ]
+    return ", ".join(f"{what} {regex!r}" for what, regex in parts if regex)
+
+
 LIVE_DATABASE = "live"
 """Where ``cdc-delta sql`` makes the live views (Spark's global temporary database)."""
 
@@ -201,6 +211,7 @@ LIVE_DATABASE = "live"
 def cmd_sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
+    from cdc_delta.changelog.table_index import discovered
     from cdc_delta.exceptions import QueryError
     from cdc_delta.views.live import named_in, register_live_views
 
@@ -208,7 +219,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     spark = spark_for(config, {"spark.sql.globalTempDatabase": LIVE_DATABASE})
     names = register_delta_tables(spark, config)
     logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
-    views = register_live_views(spark, config, named_in(args.query, LIVE_DATABASE, config.tables))
+    tables = config.all_tables(discovered(spark, config))
+    views = register_live_views(spark, config, named_in(args.query, LIVE_DATABASE, tables))
     if views:
         logger.info("live views, as of now: %s", ", ".join(views))
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -72,6 +73,9 @@ class AppConfig(Frozen):
     Change it and the stream starts over."""
     storage: StorageConfig
     tables: list[TableConfig]
+    """The replicated tables, one entry each, and pattern entries that make one table per source table
+    (``name: "{db}.{table}"``). An event goes to the first listed table whose route matches it, else to
+    the first pattern entry whose route does."""
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     trigger_interval: str = "10 seconds"
@@ -154,13 +158,31 @@ class AppConfig(Frozen):
             seen.add(table.name)
         return value
 
+    @property
+    def listed_tables(self) -> list[TableConfig]:
+        """The tables listed one by one (not made by a pattern entry)."""
+        return [t for t in self.tables if not t.is_pattern]
+
+    @property
+    def patterns(self) -> list[TableConfig]:
+        """The pattern entries."""
+        return [t for t in self.tables if t.is_pattern]
+
+    def all_tables(self, discovered: Iterable[str] = ()) -> list[TableConfig]:
+        """Every table: those listed, then those the pattern entries made (``discovered``: their names, as
+        the changelog's table index holds them, :func:`cdc_delta.changelog.table_index.discovered`)."""
+        listed = self.listed_tables
+        names = {t.name for t in listed}
+        made = [self.pattern_table(n) for n in sorted(set(discovered) - names)]
+        return listed + [t for t in made if t is not None]
+
     @model_validator(mode="after")
     def _snapshot_tables(self) -> AppConfig:
-        names = {t.name for t in self.tables}
-        unknown = [n for n in self.snapshot.tables if n not in names]
+        names = {t.name for t in self.listed_tables}
+        unknown = [n for n in self.snapshot.tables if n not in names and self.pattern_table(n) is None]
         if unknown:
             raise ValueError(f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}")
-        sharded = [t.name for t in self.tables if t.key_includes_source and t.name in self.snapshot.tables]
+        sharded = [t.name for t in self.listed_tables if t.key_includes_source and t.name in self.snapshot.tables]
         if sharded:
             raise ValueError(
                 f"snapshot.tables lists {sharded}, whose key includes the shard (key_includes_source): the "
@@ -169,7 +191,7 @@ class AppConfig(Frozen):
         if self.snapshot.tables and self.hive_name_clashes():
             raise ValueError(self.hive_name_clashes())
         if self.live_tables.enabled:
-            clashes = _short_name_clashes(self.tables)
+            clashes = _short_name_clashes(self.listed_tables)
             if clashes:
                 raise ValueError(
                     f"live_tables: tables would share Hive names {self.live_tables.database}.{clashes}: the live "
@@ -215,12 +237,12 @@ class AppConfig(Frozen):
             "for every job (README: Object storage)"
         )
 
-    def hive_name_clashes(self) -> str | None:
+    def hive_name_clashes(self, discovered: Iterable[str] = ()) -> str | None:
         """Why the snapshot tables cannot all be published (two would share a Hive name), or None.
 
         Tables that share a name in different databases (inventory.items, archive.items) replicate
         fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
-        clashes = _short_name_clashes(self.snapshot_tables())
+        clashes = _short_name_clashes(self.snapshot_tables(discovered))
         if not clashes:
             return None
         return (
@@ -228,21 +250,41 @@ class AppConfig(Frozen):
             "per name under snapshot.tables"
         )
 
-    def snapshot_tables(self) -> list[TableConfig]:
-        """The tables the nightly snapshot publishes."""
-        if self.snapshot.tables:
-            return [t for t in self.tables if t.name in self.snapshot.tables]
-        return [t for t in self.tables if not t.key_includes_source]
+    def snapshot_tables(self, discovered: Iterable[str] = ()) -> list[TableConfig]:
+        """The tables the nightly snapshot publishes (``discovered``: as for :meth:`all_tables`)."""
+        return [t for t in self.all_tables(discovered) if self.in_snapshot(t)]
+
+    def in_snapshot(self, table: TableConfig) -> bool:
+        """Whether the nightly snapshot publishes ``table``."""
+        return table.name in self.snapshot.tables if self.snapshot.tables else not table.key_includes_source
 
     def under_root(self, configured: str | None, name: str) -> str:
         """``configured`` if set, else ``<storage.root>/<name>``."""
         return configured or f"{self.storage.root.rstrip('/')}/{name}"
 
     def table(self, name: str) -> TableConfig:
-        for table in self.tables:
+        """The table named ``name``: listed, or made by a pattern entry."""
+        for table in self.listed_tables:
             if table.name == name:
                 return table
-        raise ConfigError(f"no table named {name!r} in the config; known: {[t.name for t in self.tables]}")
+        made = self.pattern_table(name)
+        if made is not None:
+            return made
+        patterns = "".join(f", or made by {p.name!r}" for p in self.patterns)
+        raise ConfigError(
+            f"no table named {name!r} in the config; known: {[t.name for t in self.listed_tables]}{patterns}"
+        )
+
+    def owner(self, name: str) -> TableConfig | None:
+        """The entry that a table named ``name`` belongs to: the table listed under that name, else the first
+        pattern entry whose names look like it. Names decide, so every process finds the same entry."""
+        listed = next((t for t in self.listed_tables if t.name == name), None)
+        return listed or next((p for p in self.patterns if p.makes(name)), None)
+
+    def pattern_table(self, name: str) -> TableConfig | None:
+        """The table named ``name`` that a pattern entry makes, or None."""
+        entry = self.owner(name)
+        return entry.made(name) if entry is not None and entry.is_pattern else None
 
 
 def _short_name_clashes(tables: list[TableConfig]) -> list[str]:

@@ -9,8 +9,13 @@ from pydantic import Field, field_validator, model_validator
 
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.events import column_types
+from cdc_delta.events.routing import NameTemplate
 
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+SOURCE_PLACEHOLDERS = ("db", "table")
+"""What a pattern entry's name may hold besides the named groups of its ``topic_pattern``: the event's
+``source.db`` and ``source.table``."""
+ONE_TABLE_SETTINGS = ("topics", "path", "columns", "stock", "source_count_path", "source_count_jdbc", "check_source")
+"""Settings of one table that a pattern entry (many tables) cannot have."""
 
 
 class StockExportConfig(Frozen):
@@ -85,7 +90,10 @@ class TableConfig(Frozen):
     """One logical table: which events feed it, its key, and optionally its column types."""
 
     name: str
-    """Logical name, ``db.table`` or ``table`` (letters, digits, underscores)."""
+    """Logical name, ``db.table`` or ``table`` (letters, digits, underscores). Or, in a *pattern entry*
+    that makes one table per source table, a template: ``{db}.{table}`` (the event's source database and
+    table), literal parts (``shop.{table}``) and named groups of ``topic_pattern`` (``{name}`` for
+    ``(?P<name>...)``)."""
     topics: list[str] = Field(default_factory=list)
     """Topics whose events belong to this table."""
     topic_pattern: str | None = None
@@ -121,9 +129,25 @@ class TableConfig(Frozen):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _TABLE_NAME.fullmatch(value):
-            raise ValueError(f"table name {value!r} must look like db.table or table (letters, digits, _)")
+        if not NameTemplate(value).looks_valid():
+            raise ValueError(
+                f"table name {value!r} must look like db.table or table (letters, digits, _), or be a template "
+                "such as {db}.{table} in a pattern entry"
+            )
         return value
+
+    @property
+    def is_pattern(self) -> bool:
+        """A pattern entry: one table per source table its route matches, named by the ``name`` template."""
+        return NameTemplate.is_template(self.name)
+
+    def makes(self, name: str) -> bool:
+        """Whether ``name`` looks like the names this pattern entry makes."""
+        return self.is_pattern and bool(NameTemplate(self.name).regex.fullmatch(name))
+
+    def made(self, name: str) -> TableConfig:
+        """This pattern entry's table named ``name``: its key and settings, routed by the entry's route."""
+        return self.model_copy(update={"name": name})
 
     @field_validator("key")
     @classmethod
@@ -150,6 +174,8 @@ class TableConfig(Frozen):
         check_regex(self.topic_pattern, "topic_pattern")
         check_regex(self.source_database, "source_database")
         check_regex(self.source_table, "source_table")
+        if self.is_pattern:
+            return self._pattern()
         if not (self.topics or self.topic_pattern or self.source_table):
             raise ValueError(f"table {self.name!r} has no route: set topics, topic_pattern or source_table")
         if self.check_source is not None and not re.fullmatch(r"[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+", self.check_source):
@@ -165,4 +191,28 @@ class TableConfig(Frozen):
             missing = [k for k in self.key if k not in self.columns]
             if missing:
                 raise ValueError(f"table {self.name!r}: key column(s) {missing} missing from columns")
+        return self
+
+    def _pattern(self) -> TableConfig:
+        """A pattern entry: routed by a regex, named per source table, no setting of one table only."""
+        if not (self.topic_pattern or self.source_table or self.source_database):
+            raise ValueError(
+                f"pattern entry {self.name!r} has no route: set topic_pattern (e.g. 'shop\\.inventory\\..*'), "
+                "source_database or source_table"
+            )
+        single = [s for s in ONE_TABLE_SETTINGS if getattr(self, s)]
+        if self.key_includes_source:
+            single.append("key_includes_source")
+        if single:
+            raise ValueError(
+                f"pattern entry {self.name!r} cannot set {', '.join(single)}: they belong to one table; give that "
+                "table its own entry above the pattern (the first entry that matches an event wins)"
+            )
+        groups = set(re.compile(self.topic_pattern).groupindex) if self.topic_pattern else set()
+        unknown = [p for p in NameTemplate(self.name).placeholders if p not in SOURCE_PLACEHOLDERS and p not in groups]
+        if unknown:
+            raise ValueError(
+                f"pattern entry {self.name!r}: {', '.join('{' + p + '}' for p in unknown)} is neither {{db}}, "
+                "{table} nor a named group (?P<name>...) of its topic_pattern"
+            )
         return self

@@ -398,7 +398,7 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
     kept = [c for c in routed.columns if c != _TEXT]
     parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (_, schema) in enumerate(schemas)])
     canonical = parsed.select(
-        *kept, *[_canonical(k, schema, plan.keys[name]) for k, ((_, name), schema) in enumerate(schemas)]
+        *kept, *[_canonical(k, schema, plan.key(name)) for k, ((_, name), schema) in enumerate(schemas)]
     )
     image: Column | None = None
     for k, (_, schema) in enumerate(schemas):

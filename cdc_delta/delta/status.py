@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_delta import columns as C
-from cdc_delta.config import AppConfig, is_uri
+from cdc_delta.config import AppConfig, TableConfig, is_uri
 from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
 from cdc_delta.delta.delta_rs import count, open_table, read
 from cdc_delta.delta.registry import parse_registration, registry_file, registry_path
@@ -45,13 +45,14 @@ class TableStatus:
     """Why its rows cannot be counted (a data file lost, say); None when they can."""
 
 
-def table_status(config: AppConfig) -> list[TableStatus]:
-    """Every configured table's state, several read at once (delta-rs waits on files without the GIL);
+def table_status(config: AppConfig, tables: list[TableConfig]) -> list[TableStatus]:
+    """The state of ``tables`` (every table: :meth:`~cdc_delta.config.AppConfig.all_tables`), several
+    read at once (delta-rs waits on files without the GIL);
     its pending changes are the changelog's to count (:func:`cdc_delta.changelog.status.with_pending`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(lambda t: _one(config, t.name, config.storage.table_path(t)), config.tables))
+        return list(pool.map(lambda t: _one(config, t.name, config.storage.table_path(t)), tables))
 
 
 def _one(config: AppConfig, name: str, path: str) -> TableStatus:

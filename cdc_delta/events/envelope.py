@@ -45,8 +45,13 @@ class DecodePlan:
 
     router: Router
     keys: dict[str, tuple[str, ...]]
+    """The key of each listed table and of each pattern entry (by its name template)."""
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     truncate_policy: str = "soft_delete"
+
+    def key(self, table: str) -> tuple[str, ...]:
+        """The key columns of a table the router named."""
+        return self.keys.get(table) or self.keys[self.router.pattern_of(table) or table]
 
 
 def _dead(reason: str, **known: Any) -> Decoded:
@@ -242,7 +247,7 @@ def decode_message(
     known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
     table = plan.router.route(topic, db, tbl)
     if table is None:
-        return _dead(f"no configured table routes topic {topic!r} (source db {db!r}, table {tbl!r})", **known)
+        return _dead(plan.router.refusal(topic, db, tbl), **known)
     known["table"] = table
     try:
         seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
@@ -268,7 +273,7 @@ def decode_message(
             descriptor = json.dumps(columns)
     except ValueError as exc:
         return _dead(str(exc), **known)
-    missing = [k for k in plan.keys[table] if values.get(k) is None]
+    missing = [k for k in plan.key(table) if values.get(k) is None]
     if missing:
         return _dead(f"key column(s) {missing} missing or null in the {image_name!r} image", **known)
     return Decoded(OK, row_json=json.dumps(values), schema_json=descriptor, **known)

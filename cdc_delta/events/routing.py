@@ -1,11 +1,46 @@
-"""Which logical table an event belongs to: by topic, and by a regex over the source db/table for shards."""
+"""Which logical table an event belongs to: by topic, by a regex over the source db/table for shards,
+and by pattern entries that name one table per source table (``{db}.{table}``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+"""A logical table's name: ``db.table`` or ``table``."""
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class NameTemplate:
+    """A pattern entry's ``name``: literal parts and placeholders (``{db}``, ``{table}``, the named groups
+    of its topic pattern)."""
+
+    text: str
+
+    @staticmethod
+    def is_template(name: str) -> bool:
+        return "{" in name
+
+    @property
+    def placeholders(self) -> list[str]:
+        return _PLACEHOLDER.findall(self.text)
+
+    def looks_valid(self) -> bool:
+        """Whether the names it makes can be table names (each placeholder standing for a plain word)."""
+        return bool(TABLE_NAME.fullmatch(_PLACEHOLDER.sub("x", self.text)))
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        """What the names it makes look like (each placeholder one or more name characters)."""
+        parts = _PLACEHOLDER.split(self.text)
+        return re.compile("".join(re.escape(p) if i % 2 == 0 else "[A-Za-z0-9_]+" for i, p in enumerate(parts)))
+
+    def render(self, values: dict[str, str | None]) -> str:
+        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1)) or "", self.text)
 
 
 class RouteSpec(Protocol):
@@ -40,11 +75,22 @@ class _Route:
         return not (self.source_table and not self.source_table.fullmatch(table or ""))
 
 
+@dataclass(frozen=True)
+class _Decision:
+    table: str | None
+    refusal: str | None = None
+
+
 class Router:
-    """Maps (topic, source db, source table) to a logical table name; the first table that matches wins."""
+    """Maps (topic, source db, source table) to a logical table name: the first listed table whose route
+    matches, else the first pattern entry whose route matches, which names the table from the event.
+
+    A name a pattern entry makes must be its own: a name that a listed table has, or that an earlier
+    pattern entry's names look like, is refused (the event is dead-lettered with the reason), so a
+    table's name alone tells every process which entry (key, settings) it belongs to."""
 
     def __init__(self, tables: Sequence[RouteSpec]) -> None:
-        self._routes = [
+        routes = [
             _Route(
                 table=t.name,
                 topics=frozenset(t.topics),
@@ -54,10 +100,70 @@ class Router:
             )
             for t in tables
         ]
+        self._listed = [r for r in routes if not NameTemplate.is_template(r.table)]
+        self._patterns = [(r, NameTemplate(r.table)) for r in routes if NameTemplate.is_template(r.table)]
+        self._names = {r.table for r in self._listed}
+        self._decided: dict[tuple[str, str | None, str | None], _Decision] = {}
 
     def route(self, topic: str, database: str | None, table: str | None) -> str | None:
-        """The logical table for an event, or None when no configured table claims it."""
-        for candidate in self._routes:
+        """The logical table for an event, or None when no configured table takes it (:meth:`refusal`)."""
+        return self._decide(topic, database, table).table
+
+    def refusal(self, topic: str, database: str | None, table: str | None) -> str:
+        """Why no table takes an event: the dead letter's reason."""
+        decision = self._decide(topic, database, table)
+        unrouted = f"no configured table routes topic {topic!r} (source db {database!r}, table {table!r})"
+        return decision.refusal or unrouted
+
+    def pattern_of(self, name: str) -> str | None:
+        """The name template of the pattern entry that a table named ``name`` belongs to, or None."""
+        if name in self._names:
+            return None
+        return next((t.text for _, t in self._patterns if t.regex.fullmatch(name)), None)
+
+    def _decide(self, topic: str, database: str | None, table: str | None) -> _Decision:
+        at = (topic, database, table)
+        decision = self._decided.get(at)
+        if decision is None:
+            decision = self._decided[at] = self._first(topic, database, table)
+        return decision
+
+    def _first(self, topic: str, database: str | None, table: str | None) -> _Decision:
+        for candidate in self._listed:
             if candidate.matches(topic, database, table):
-                return candidate.table
-        return None
+                return _Decision(candidate.table)
+        for k, (candidate, _) in enumerate(self._patterns):
+            if candidate.matches(topic, database, table):
+                return self._named(k, topic, database, table)
+        return _Decision(None)
+
+    def _named(self, k: int, topic: str, database: str | None, table: str | None) -> _Decision:
+        route, template = self._patterns[k]
+        found = route.topic_pattern.fullmatch(topic) if route.topic_pattern else None
+        values: dict[str, str | None] = {"db": database, "table": table, **(found.groupdict() if found else {})}
+        entry = f"pattern entry {template.text!r}"
+        empty = [p for p in template.placeholders if not values.get(p)]
+        if empty:
+            missing = ", ".join(empty)
+            return _Decision(None, f"{entry} takes topic {topic!r} but the event has no {missing} to name it by")
+        name = template.render(values)
+        if not TABLE_NAME.fullmatch(name):
+            return _Decision(
+                None,
+                f"{entry} names topic {topic!r} {name!r}, not a table name (letters, digits, _): list that table "
+                "with its own entry and a name",
+            )
+        if name in self._names:
+            return _Decision(
+                None,
+                f"{entry} names topic {topic!r} {name!r}, a listed table whose route does not take it: add the "
+                "topic to that table's entry, or narrow the pattern",
+            )
+        earlier = next(t for _, t in self._patterns if t.regex.fullmatch(name))
+        if earlier is not template:
+            return _Decision(
+                None,
+                f"{entry} names topic {topic!r} {name!r}, a name of the earlier pattern entry {earlier.text!r}: "
+                "list the narrower entry first (a name belongs to the first entry whose names look like it)",
+            )
+        return _Decision(name)

@@ -59,7 +59,7 @@ def snapshot_condition(config: AppConfig, table: TableConfig, history: list[Row]
     It waits when the table is a snapshot table with a stock export (the first snapshot starts from
     it) or with a snapshot already published (the next one starts from that).
     """
-    if table.name not in {t.name for t in config.snapshot_tables()}:
+    if not config.in_snapshot(table):
         return False, None
     absorbed = absorbed_before(history)
     return table.stock is not None or absorbed is not None, absorbed

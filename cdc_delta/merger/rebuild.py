@@ -82,9 +82,8 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
         raise RebuildError(f"cannot rebuild {name}: the changelog at {changelog_path(config)} holds no landing")
     staging = f"{path.rstrip('/')}.rebuilding"
     hadoop_fs.delete(spark, staging)  # what a rebuild that did not finish left
-    staged = config.model_copy(
-        update={"tables": tuple(t.model_copy(update={"path": staging}) if t.name == name else t for t in config.tables)}
-    )
+    others = [t for t in config.tables if t.name != name]
+    staged = config.model_copy(update={"tables": [table.model_copy(update={"path": staging}), *others]})
     registry = TableRegistry(spark, registry_path(config))
     before = registry.get(name)
     registry.replace(name, path, None)  # the staged table is registered as it is created

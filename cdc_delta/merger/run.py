@@ -131,11 +131,10 @@ class Merger:
         ensure_tables(self.spark, self.config)
         text = hadoop_fs.read_text(self.spark, self._positions_file)
         self._positions = {str(k): int(v) for k, v in json.loads(text).items()} if text else {}
-        configured = {t.name for t in self.config.tables}
         newest = max(self._positions.values(), default=-1)
         for landed in landed_since(self.spark, self.path, self._positions, -1):
             newest = max(newest, landed.newest_seq)
-            if landed.table in configured:
+            if self.config.owner(landed.table) is not None:
                 self.schedule.landed(landed.newest_seq, landed.oldest_landed_at, {landed.table: landed.events})
         # Only committed landings are read, and landings commit in order: every one up to the newest
         # read is in the changelog, so a round may hold up to it.

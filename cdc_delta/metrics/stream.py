@@ -85,7 +85,7 @@ class StreamMetrics:
         self.partition_lag = _LagCollector()
         r.register(self.partition_lag)
         r.register(_FreshnessCollector(self.source_ts))
-        for table in config.tables:  # every series from the start, so that rate() and absent() work
+        for table in config.listed_tables:  # every series from the start, so that rate() and absent() work
             for outcome in OUTCOMES:
                 self.events.labels(table.name, outcome)
             self.stopped.labels(table.name).set(0)

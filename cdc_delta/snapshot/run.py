@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.changelog.table import landings
+from cdc_delta.changelog.table_index import discovered
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.snapshot_log import ensure_log, published_all, record
 from cdc_delta.delta.workers import each_table
@@ -292,7 +293,8 @@ def run_snapshot(
     """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report."""
     started = time.monotonic()
     snap = config.snapshot
-    clashes = config.hive_name_clashes()
+    made = discovered(spark, config)
+    clashes = config.hive_name_clashes(made)
     if clashes:
         raise ConfigError(clashes)
     cutoff = cutoff_for(day, snap.time_zone)
@@ -306,7 +308,7 @@ def run_snapshot(
         # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
         try:
             done = each_table(
-                spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables()
+                spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables(made)
             )
         finally:
             run.done.record(spark, config)

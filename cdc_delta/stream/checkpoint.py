@@ -139,7 +139,7 @@ def _lake_written(spark: SparkSession, config: AppConfig) -> bool:
         return True
     if DeltaTable.isDeltaTable(spark, changelog_path(config)):
         return True
-    return any(DeltaTable.isDeltaTable(spark, config.storage.table_path(t)) for t in config.tables)
+    return any(DeltaTable.isDeltaTable(spark, config.storage.table_path(t)) for t in config.listed_tables)
 
 
 def prepare_start(spark: SparkSession, config: AppConfig) -> StreamStart:

@@ -23,6 +23,8 @@ class BatchStats:
     skips: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     """Skipped records by reason: tombstone, schema change, transaction marker, heartbeat, ..."""
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
+    topics_by_table: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
+    """The topics of each table's changes."""
     status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     """Records per routed table (None: not routed to one) and status (ok, dead, skip)."""
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
@@ -74,6 +76,7 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
         if r["status"] == OK and r["table"] is not None:
             table = r["table"]
             stats.events_by_table[table] += r["n"]
+            stats.topics_by_table[table].add(r["topic"])
             if r["descriptor"] is not None:
                 earliest, known = Seq(*r["min_seq"]), stats.descriptors[table]
                 known[r["descriptor"]] = min(known.get(r["descriptor"], earliest), earliest)

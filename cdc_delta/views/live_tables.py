@@ -21,6 +21,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from cdc_delta.changelog.table_index import discovered
 from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
@@ -77,7 +78,7 @@ def live_table(config: AppConfig, table: TableConfig, schema: StructType, manife
 def live_tables(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     """The Hive table and view of every replicated table that has a Delta table yet."""
     out = []
-    for table in config.tables:
+    for table in config.all_tables(discovered(spark, config)):
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             logger.info("%s: no Delta table yet at %s, no live table", table.name, path)

@@ -133,21 +133,25 @@ class Pipeline:
         raise AssertionError(f"marker {n} did not reach {topic} in {timeout}s: is the connector running?")
 
     def write_config(self, time_zone: str = "UTC") -> Path:
-        tables: list[dict[str, Any]] = []
-        for t in self.tables():
-            if t.sharded:
-                tables.append(
-                    {
-                        "name": t.name,
-                        "topic_pattern": rf"{self.prefix}\.{self.db}_s\d\.orders_\d+",
-                        "source_database": rf"{self.db}_s\d",
-                        "source_table": r"orders_\d+",
-                        "key": list(t.key),
-                        "key_includes_source": True,
-                    }
-                )
-            else:
-                tables.append({"name": t.name, "topics": [self.topic(*t.sources[0])], "key": list(t.key)})
+        """The shards fold into a listed table; every other table comes from one pattern entry, named from
+        its source database and table (``{db}.{table}``) as Debezium reports them."""
+        sharded = next(t for t in self.tables() if t.sharded)
+        tables: list[dict[str, Any]] = [
+            {
+                "name": "{db}.{table}",
+                "topic_pattern": rf"{self.prefix}\.{self.db}(_archive)?\.[^.]+",
+                "key": ["id"],
+            },
+            {
+                "name": sharded.name,
+                "topic_pattern": rf"{self.prefix}\.{self.db}_s\d\.orders_\d+",
+                "source_database": rf"{self.db}_s\d",
+                "source_table": r"orders_\d+",
+                "key": list(sharded.key),
+                "key_includes_source": True,
+            },
+        ]
+        assert all(t.key == ("id",) for t in self.tables() if not t.sharded)
         data = {
             "app_id": f"e2e-{self.db}",
             "kafka": {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cdc_delta.config import parse_config
 from cdc_delta.events.routing import Router
 
@@ -60,3 +62,56 @@ def test_a_topic_route_also_checks_source_regexes_when_given() -> None:
     )
     assert router.route("t1", "db", "keep_1") == "a"
     assert router.route("t1", "db", "drop_1") is None
+
+
+def pattern_router(*tables: dict) -> Router:
+    return Router(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": list(tables)}).tables)
+
+
+def test_a_pattern_entry_names_one_table_per_source_table_after_every_listed_table() -> None:
+    router = pattern_router(
+        {"name": "{db}.{table}", "topic_pattern": r"srv\..+", "key": ["id"]},
+        {"name": "shop.orders", "topics": ["srv.shop.orders_v2"], "key": ["id"]},
+    )
+    assert router.route("srv.shop.items", "shop", "items") == "shop.items"
+    assert router.route("srv.crm.people", "crm", "people") == "crm.people"
+    assert router.route("srv.shop.orders_v2", "shop", "orders_v2") == "shop.orders"  # listed below, still first
+    assert router.route("other.shop.items", "shop", "items") is None
+    assert router.pattern_of("shop.items") == "{db}.{table}" and router.pattern_of("shop.orders") is None
+
+
+@pytest.mark.parametrize(
+    ("topic", "db", "table", "reason"),
+    [
+        (
+            "srv.shop.order-lines",
+            "shop",
+            "order-lines",
+            "names topic 'srv.shop.order-lines' 'shop.order-lines', not a table name",
+        ),
+        ("srv.shop.orders", "shop", "orders", "'shop.orders', a listed table whose route does not take it"),
+        ("srv.shop.x", None, "x", "takes topic 'srv.shop.x' but the event has no db to name it by"),
+    ],
+)
+def test_a_name_a_pattern_entry_cannot_own_is_refused_with_the_reason(
+    topic: str, db: str, table: str, reason: str
+) -> None:
+    router = pattern_router(
+        {"name": "{db}.{table}", "topic_pattern": r"srv\..+", "key": ["id"]},
+        {"name": "shop.orders", "topics": ["old.shop.orders"], "key": ["id"]},
+    )
+    assert router.route(topic, db, table) is None
+    assert reason in router.refusal(topic, db, table)
+
+
+def test_a_name_an_earlier_pattern_entry_would_make_is_refused() -> None:
+    router = pattern_router(
+        {"name": "crm_{db}.{table}", "topic_pattern": r"c\..+", "key": ["uuid"]},
+        {"name": "{db}.{table}", "topic_pattern": r"a\..+", "key": ["id"]},
+        {"name": "{db}.{table}_b", "topic_pattern": r"b\..+", "key": ["uuid"]},
+    )
+    assert router.route("c.shop.items", "shop", "items") == "crm_shop.items"  # the narrower entry first
+    assert router.route("a.shop.items", "shop", "items") == "shop.items"
+    assert router.route("b.shop.items", "shop", "items") is None
+    why = router.refusal("b.shop.items", "shop", "items")
+    assert "'shop.items_b', a name of the earlier pattern entry '{db}.{table}': list the narrower entry first" in why

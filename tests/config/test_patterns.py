@@ -1,0 +1,82 @@
+"""Pattern entries: one entry makes a table per source table; its name alone tells its entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_delta.cli.main import main
+from cdc_delta.config import parse_config
+from cdc_delta.exceptions import ConfigError
+
+SHOP: dict[str, Any] = {"name": "shop.{table}", "topic_pattern": r"srv\.shop\..+", "key": ["id"], "zorder_by": ["id"]}
+ANY: dict[str, Any] = {"name": "{db}.{table}", "topic_pattern": r"srv\.[^.]+\.[^.]+", "key": ["uuid"]}
+LISTED: dict[str, Any] = {"name": "shop.orders", "topics": ["srv.shop.orders"], "key": ["order_id"]}
+
+
+def config(*tables: dict[str, Any], **extra: Any):
+    return parse_config({"app_id": "p", "storage": {"root": "/lake"}, "tables": list(tables), **extra})
+
+
+def refusal(*tables: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        config(*tables)
+    return str(info.value)
+
+
+def test_a_made_table_has_its_entrys_key_and_settings_and_a_path_from_its_name() -> None:
+    c = config(LISTED, SHOP, ANY)
+    made = c.table("shop.items")
+    assert (made.name, made.key, made.zorder_by, made.is_pattern) == ("shop.items", ["id"], ["id"], False)
+    assert c.storage.table_path(made) == "/lake/shop/items"
+    assert c.table("crm.people").key == ["uuid"]  # the later entry: the first one's names are all shop.*
+    assert c.table("shop.orders").key == ["order_id"]  # a listed table owns its name, wherever it is listed
+
+
+def test_every_table_is_the_listed_ones_then_those_the_index_found() -> None:
+    c = config(SHOP, LISTED)
+    names = [t.name for t in c.all_tables(["shop.items", "shop.orders", "shop.carts", "nowhere"])]
+    assert names == ["shop.orders", "shop.carts", "shop.items"]  # a name no entry makes is left out
+    assert [t.name for t in c.snapshot_tables(["shop.items"])] == ["shop.orders", "shop.items"]
+
+
+def test_an_unknown_name_lists_the_pattern_entries() -> None:
+    with pytest.raises(ConfigError, match=r"no table named 'crm.x'.*made by 'shop\.\{table\}'"):
+        config(SHOP).table("crm.x")
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "{db}.{table}", "key": ["id"]}, "pattern entry '{db}.{table}' has no route: set topic_pattern"),
+        (
+            {**ANY, "path": "/x", "columns": {"id": "bigint"}},
+            "pattern entry '{db}.{table}' cannot set path, columns: they belong to one table",
+        ),
+        (
+            {**ANY, "name": "{schema}.{table}"},
+            "pattern entry '{schema}.{table}': {schema} is neither {db}, {table} nor a named group",
+        ),
+        ({**ANY, "name": "{db}-{table}"}, "table name '{db}-{table}' must look like db.table or table"),
+    ],
+)
+def test_a_pattern_entry_that_cannot_work_is_refused(entry: dict[str, Any], message: str) -> None:
+    assert message in refusal(entry)
+
+
+def test_named_groups_of_the_topic_pattern_may_name_the_table() -> None:
+    entry = {"name": "{server}_{db}.{table}", "topic_pattern": r"(?P<server>eu|us)\.[^.]+\.[^.]+", "key": ["id"]}
+    assert config(entry).table("eu_shop.orders").key == ["id"]
+
+
+def test_check_config_shows_a_pattern_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cdc.yaml"
+    path.write_text(
+        "app_id: p\nstorage: {root: /lake}\nkafka: {topic_pattern: 'srv\\..*'}\n"
+        "tables:\n  - {name: '{db}.{table}', topic_pattern: 'srv\\..+', key: [id]}\n"
+    )
+    assert main(["check-config", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "{db}.{table}: key ['id'] -> /lake/{db}/{table} (a table per source table of topics 'srv\\\\..+')" in out
