@@ -191,7 +191,7 @@ class AppConfig(Frozen):
         if self.snapshot.tables and self.hive_name_clashes():
             raise ValueError(self.hive_name_clashes())
         if self.live_tables.enabled:
-            clashes = _short_name_clashes(self.listed_tables)
+            clashes = short_name_clashes(self.listed_tables)
             if clashes:
                 raise ValueError(
                     f"live_tables: tables would share Hive names {self.live_tables.database}.{clashes}: the live "
@@ -242,7 +242,7 @@ class AppConfig(Frozen):
 
         Tables that share a name in different databases (inventory.items, archive.items) replicate
         fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
-        clashes = _short_name_clashes(self.snapshot_tables(discovered))
+        clashes = short_name_clashes(self.snapshot_tables(discovered))
         if not clashes:
             return None
         return (
@@ -287,7 +287,7 @@ class AppConfig(Frozen):
         return entry.made(name) if entry is not None and entry.is_pattern else None
 
 
-def _short_name_clashes(tables: list[TableConfig]) -> list[str]:
+def short_name_clashes(tables: Iterable[TableConfig]) -> list[str]:
     """Table names (without their database) that more than one of ``tables`` has."""
     short = [t.name.split(".")[-1] for t in tables]
     return sorted({n for n in short if short.count(n) > 1})

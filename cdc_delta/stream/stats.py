@@ -24,7 +24,8 @@ class BatchStats:
     """Skipped records by reason: tombstone, schema change, transaction marker, heartbeat, ..."""
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     topics_by_table: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
-    """The topics of each table's changes."""
+    """The topics of each table's row events (not of its truncates: a DROP TABLE comes on the
+    connector's schema-change topic)."""
     status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     """Records per routed table (None: not routed to one) and status (ok, dead, skip)."""
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
@@ -50,6 +51,7 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
             field("table").alias("table"),
             F.when(field("status") == SKIP, field("reason")).alias("skip_reason"),
             F.when(is_row_event(), field("schema_json")).alias("descriptor"),
+            is_row_event().alias("row_event"),
         )
         .agg(
             F.count(F.lit(1)).alias("n"),
@@ -76,7 +78,8 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
         if r["status"] == OK and r["table"] is not None:
             table = r["table"]
             stats.events_by_table[table] += r["n"]
-            stats.topics_by_table[table].add(r["topic"])
+            if r["row_event"]:
+                stats.topics_by_table[table].add(r["topic"])
             if r["descriptor"] is not None:
                 earliest, known = Seq(*r["min_seq"]), stats.descriptors[table]
                 known[r["descriptor"]] = min(known.get(r["descriptor"], earliest), earliest)

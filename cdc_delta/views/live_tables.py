@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from cdc_delta.changelog.table_index import discovered
 from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.config.app import short_name_clashes
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
 from cdc_delta.hadoop_fs import exists, qualified
 from cdc_delta.views.catalog import ensure_database, hive_schema
@@ -78,13 +79,36 @@ def live_table(config: AppConfig, table: TableConfig, schema: StructType, manife
 def live_tables(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     """The Hive table and view of every replicated table that has a Delta table yet."""
     out = []
-    for table in config.all_tables(discovered(spark, config)):
+    for table in _named_apart(config, config.all_tables(discovered(spark, config))):
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             logger.info("%s: no Delta table yet at %s, no live table", table.name, path)
             continue
         schema = spark.read.format("delta").load(path).schema
         out.append(live_table(config, table, schema, qualified(spark, f"{path.rstrip('/')}/{MANIFEST_DIR}")))
+    return out
+
+
+def _named_apart(config: AppConfig, tables: list[TableConfig]) -> list[TableConfig]:
+    """``tables`` without the tables a pattern entry made whose Hive name another table has (the listed
+    tables are checked apart with the config); each left out is logged with the others of its name."""
+    clashes = set(short_name_clashes(tables))
+    listed = {t.name for t in config.listed_tables}
+    out = []
+    for table in tables:
+        short = table.name.split(".")[-1]
+        if short in clashes and table.name not in listed:
+            sharing = sorted(t.name for t in tables if t.name.split(".")[-1] == short and t.name != table.name)
+            logger.warning(
+                "%s: no live table: %s.%s would also be the Hive name of %s. List the tables apart with names "
+                "of their own",
+                table.name,
+                config.live_tables.database,
+                short,
+                ", ".join(sharing),
+            )
+            continue
+        out.append(table)
     return out
 
 

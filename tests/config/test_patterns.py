@@ -80,3 +80,13 @@ def test_check_config_shows_a_pattern_entry(tmp_path: Path, capsys: pytest.Captu
     assert main(["check-config", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     assert "{db}.{table}: key ['id'] -> /lake/{db}/{table} (a table per source table of topics 'srv\\\\..+')" in out
+
+
+def test_made_tables_that_would_share_a_hive_name_get_no_live_table(caplog: pytest.LogCaptureFixture) -> None:
+    from cdc_delta.views.live_tables import _named_apart
+
+    c = config({"name": "crm.items", "topics": ["srv.crm.items"], "key": ["id"]}, ANY)
+    tables = c.all_tables(["shop.items", "erp.items", "shop.carts"])
+    assert [t.name for t in _named_apart(c, tables)] == ["crm.items", "shop.carts"]
+    why = "shop.items: no live table: cdc_live.items would also be the Hive name of crm.items, erp.items"
+    assert why in caplog.text

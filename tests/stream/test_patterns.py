@@ -146,3 +146,19 @@ def test_a_pattern_table_is_named_in_its_dead_letters_reason_when_its_name_is_no
         "_): list that table with its own entry and a name"
     }
     assert json.loads(bytes(letters[0]["value"]))["payload"]["source"]["table"] == "t-1"
+
+
+def test_a_drop_table_on_the_schema_change_topic_does_not_claim_the_table(spark: Any, tmp_path: Path) -> None:
+    """A DROP TABLE (a truncate of the table) comes on the connector's schema-change topic (``cap``, a
+    real Debezium's record): the table is still its own topic's."""
+    capture = Path(__file__).parents[1] / "events" / "debezium" / "mariadb-3.5.0.jsonl"
+    captured = [json.loads(line) for line in capture.read_text().splitlines()]
+    drop = [r for r in captured if r["topic"] == "cap" and '"DROP"' in (r["value"] or "")][-1]
+    temp = SourceTable("e2e", "temp", ORDER_COLUMNS)
+    rows = records(ChangeGenerator((temp,), seed=2, server="cap"), 4)
+    entry = {"name": "{db}.{table}", "topic_pattern": r"cap\.e2e\.[^.]+", "key": ["id"]}
+    config = parse_config({"app_id": "drop", "storage": {"root": str(tmp_path)}, "tables": [entry]})
+    batch = [("cap", 0, drop["offset"], (drop["key"] or "").encode() or None, drop["value"].encode()), *rows]
+    result = BatchProcessor(config, on_landing=lambda _: None).process(kafka_frame(spark, batch), 0)
+    assert (result.landed, result.dead_lettered) == (5, 0), result.summary()
+    assert discovered(spark, config) == {"e2e.temp": "cap.e2e.temp"}
