@@ -94,7 +94,7 @@ class Changelog:
         stored = spark.read.format("delta").load(self.schemas_path).select("schema_id").collect()
         self._schemas = {row["schema_id"] for row in stored}
         self._tables = table_index.discovered(spark, config)
-        """The tables the pattern entries made so far: name -> topic."""
+        """The tables the pattern entries made so far."""
         self._lock = threading.Lock()
         self._hold = stream_hold(config, CHANGELOG)
 
@@ -106,7 +106,7 @@ class Changelog:
         record: StreamCommit,
         descriptors: set[str],
         events_by_table: dict[str, int],
-        new_tables: Mapping[str, str] | None = None,
+        new_tables: Mapping[str, table_index.Made] | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this batch landed before: Delta's
         transaction id, the checkpoint's epoch and the batch id); ``descriptors`` are the batch's
@@ -144,8 +144,11 @@ class Changelog:
             self._seen = mine
         return Landing(land_seq, batch_id, at, {} if replayed else dict(events_by_table), replayed)
 
-    def claim(self, origins: Mapping[str, set[str]]) -> table_index.Claims:
-        """The batch's new pattern tables and its refused (table, topic) pairs (:func:`.table_index.claim`)."""
+    def claim(self, origins: Mapping[str, set[table_index.Origin]]) -> table_index.Claims:
+        """The batch's new pattern tables and its refused (table, topic) pairs (:func:`.table_index.claim`).
+        The index is read again when a table seems new (a replay of dead letters may have recorded it)."""
+        if any(name not in self._tables and self.config.pattern_table(name) for name in origins):
+            self._tables = table_index.discovered(self.spark, self.config)
         return table_index.claim(self.config, self._tables, origins)
 
     def _alone(self, through: int | None) -> None:

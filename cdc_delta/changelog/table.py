@@ -40,8 +40,11 @@ CHANGELOG_DDL = (
 )
 """Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image."""
 SCHEMAS_DDL = "schema_id string, schema_json string"
-TABLES_DDL = f"`{TABLE}` string, topic string, {LAND_SEQ} bigint, found_at timestamp"
-"""The table index: each table a pattern entry made, the topic it comes from, the landing that found it."""
+TABLES_DDL = (
+    f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp"
+)
+"""The table index: each table a pattern entry made, the topic and source table it comes from, the
+landing that found it."""
 
 
 def changelog_path(config: AppConfig) -> str:

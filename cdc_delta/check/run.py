@@ -78,7 +78,16 @@ class CheckReport:
 def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     """Probe ``names`` (default: every table) and write the JSON report."""
     started, t0 = dt.datetime.now(dt.timezone.utc), time.monotonic()
-    tables = [config.table(n) for n in names] if names else config.all_tables(discovered_without_spark(config))
+    made = discovered_without_spark(config)
+    tables = [config.table(n) for n in names] if names else config.all_tables(made)
+    listed = {t.name for t in config.listed_tables}
+    # A table a pattern entry made is compared with the source table it comes from, whatever its name.
+    tables = [
+        t.model_copy(update={"check_source": f"{made[t.name].source_db}.{made[t.name].source_table}"})
+        if t.name in made and t.name not in listed and made[t.name].source_db and made[t.name].source_table
+        else t
+        for t in tables
+    ]
     conn = source_db.connect(config.source)
     try:
         results = [check_table(config, conn, table) for table in tables]

@@ -237,12 +237,12 @@ class AppConfig(Frozen):
             "for every job (README: Object storage)"
         )
 
-    def hive_name_clashes(self, discovered: Iterable[str] = ()) -> str | None:
+    def hive_name_clashes(self) -> str | None:
         """Why the snapshot tables cannot all be published (two would share a Hive name), or None.
 
         Tables that share a name in different databases (inventory.items, archive.items) replicate
         fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
-        clashes = short_name_clashes(self.snapshot_tables(discovered))
+        clashes = short_name_clashes(self.snapshot_tables())
         if not clashes:
             return None
         return (
@@ -253,6 +253,22 @@ class AppConfig(Frozen):
     def snapshot_tables(self, discovered: Iterable[str] = ()) -> list[TableConfig]:
         """The tables the nightly snapshot publishes (``discovered``: as for :meth:`all_tables`)."""
         return [t for t in self.all_tables(discovered) if self.in_snapshot(t)]
+
+    def apart(self, tables: list[TableConfig]) -> tuple[list[TableConfig], dict[str, list[str]]]:
+        """``tables`` without those a pattern entry made whose Hive name (the name without its database)
+        another of ``tables`` has; and those left out, each with the others of its name. (Listed tables
+        are kept: the config refuses listed tables that would share a Hive name.)"""
+        clashes = set(short_name_clashes(tables))
+        listed = {t.name for t in self.listed_tables}
+        kept: list[TableConfig] = []
+        left: dict[str, list[str]] = {}
+        for table in tables:
+            short = table.name.split(".")[-1]
+            if short in clashes and table.name not in listed:
+                left[table.name] = sorted(t.name for t in tables if t.name.split(".")[-1] == short and t is not table)
+            else:
+                kept.append(table)
+        return kept, left
 
     def in_snapshot(self, table: TableConfig) -> bool:
         """Whether the nightly snapshot publishes ``table``."""

@@ -41,10 +41,11 @@ class DecodedBatch:
     cached: DataFrame | None = None
     """The records the reference decoder decoded, cached beside the checkpoint."""
 
-    def with_values(self, rows: DataFrame) -> DataFrame:
+    def with_values(self, rows: DataFrame, broadcast: bool = True) -> DataFrame:
         """``rows`` of :attr:`frame` with every Kafka value, byte for byte: read again from the batch
-        (a pass over it; for dead letters of a stopped table, not on the usual path)."""
-        return with_values(rows, self.raw)
+        (a pass over it; for dead letters of a stopped table, not on the usual path). ``broadcast``:
+        ``rows`` are few."""
+        return with_values(rows, self.raw, broadcast)
 
     def release(self) -> None:
         if self.cached is not None:
@@ -54,10 +55,10 @@ class DecodedBatch:
         self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
-def with_values(rows: DataFrame, raw: DataFrame) -> DataFrame:
-    """``rows`` (the Kafka columns and more, few rows) with the value of each from ``raw``."""
+def with_values(rows: DataFrame, raw: DataFrame, broadcast: bool = True) -> DataFrame:
+    """``rows`` (the Kafka columns and more; few, where ``broadcast``) with the value of each from ``raw``."""
     found = raw.select(*_OFFSET, F.col("value").alias("_raw_value"))
-    joined = found.join(F.broadcast(rows), list(_OFFSET))
+    joined = found.join(F.broadcast(rows) if broadcast else rows, list(_OFFSET))
     return joined.select(*[F.col("_raw_value").alias(c) if c == "value" else c for c in rows.columns])
 
 

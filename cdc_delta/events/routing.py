@@ -150,20 +150,21 @@ class Router:
         if not TABLE_NAME.fullmatch(name):
             return _Decision(
                 None,
-                f"{entry} names topic {topic!r} {name!r}, not a table name (letters, digits, _): list that table "
-                "with its own entry and a name",
+                f"{entry} makes the name {name!r} for topic {topic!r}, not a table name (letters, digits and _, "
+                "not starting with a digit): list that table with its own entry and a name",
             )
         if name in self._names:
             return _Decision(
                 None,
-                f"{entry} names topic {topic!r} {name!r}, a listed table whose route does not take it: add the "
-                "topic to that table's entry, or narrow the pattern",
+                f"{entry} makes the name {name!r} for topic {topic!r}, a listed table's, whose route does not take "
+                "the topic: add the topic to that table's entry, or narrow the pattern",
             )
         earlier = next(t for _, t in self._patterns if t.regex.fullmatch(name))
         if earlier is not template:
             return _Decision(
                 None,
-                f"{entry} names topic {topic!r} {name!r}, a name of the earlier pattern entry {earlier.text!r}: "
-                "list the narrower entry first (a name belongs to the first entry whose names look like it)",
+                f"{entry} makes the name {name!r} for topic {topic!r}, a name of the earlier pattern entry "
+                f"{earlier.text!r}: list the narrower entry first (a name belongs to the first entry whose names "
+                "look like it)",
             )
         return _Decision(name)

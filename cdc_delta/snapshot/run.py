@@ -293,23 +293,30 @@ def run_snapshot(
     """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report."""
     started = time.monotonic()
     snap = config.snapshot
-    made = discovered(spark, config)
-    clashes = config.hive_name_clashes(made)
+    clashes = config.hive_name_clashes()
     if clashes:
         raise ConfigError(clashes)
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
     with exclusive_lock(lock_path(config, "snapshot"), what="snapshot"):
         readiness = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
+        published, left = config.apart(config.snapshot_tables(discovered(spark, config)))
+        for name, sharing in left.items():
+            logger.warning(
+                "%s: not published: %s.%s would also be the Hive name of %s. List the one to publish under "
+                "snapshot.tables",
+                name,
+                snap.database,
+                name.split(".")[-1],
+                ", ".join(sharing),
+            )
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         history = published_all(spark, config)
         ensure_log(spark, config)
         run = _Run(spark, config, day.isoformat(), run_id, readiness, from_stock, history)
         # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
         try:
-            done = each_table(
-                spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), config.snapshot_tables(made)
-            )
+            done = each_table(spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), published)
         finally:
             run.done.record(spark, config)
         tables = [t for t in done if t is not None]

@@ -9,23 +9,22 @@ the driver: only counts, offsets, schema descriptors and truncate markers (a few
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import time
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from cdc_delta.changelog.append import Changelog, Landing
 from cdc_delta.config import AppConfig
-from cdc_delta.decode.batch import DecodedBatch, decoder_for
-from cdc_delta.decode.decoded import DECODED, field, is_dead
+from cdc_delta.decode.batch import decoder_for
+from cdc_delta.decode.decoded import field
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
+from cdc_delta.stream.claims import apply_claims, dead_records
 from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
@@ -34,18 +33,6 @@ logger = logging.getLogger(__name__)
 
 OnLanding = Callable[[Landing], None]
 """Told of each landing (a merger running beside the stream)."""
-
-
-def refuse(decoding: DecodedBatch, refused: dict[tuple[str, str], str]) -> DecodedBatch:
-    """``decoding`` with the records of the refused (table, topic) pairs dead, with the reason."""
-    reason: Column | None = None
-    for (table, topic), why in sorted(refused.items()):
-        hit = (field("table") == table) & (F.col("topic") == topic) & (field("status") == OK)
-        reason = F.when(hit, F.lit(why)) if reason is None else reason.when(hit, F.lit(why))
-    assert reason is not None
-    dead = F.col(DECODED).withField("status", F.lit(DEAD)).withField("reason", reason)
-    frame = decoding.frame.withColumn(DECODED, F.when(reason.isNotNull(), dead).otherwise(F.col(DECODED)))
-    return dataclasses.replace(decoding, frame=frame)
 
 
 class BatchProcessor:
@@ -88,16 +75,14 @@ class BatchProcessor:
             )
             if self._changelog is None:
                 self._changelog = Changelog(batch.sparkSession, self.config, self.epoch)
-            claims = self._changelog.claim(stats.topics_by_table)
-            if claims.refused:
-                decoding = refuse(decoding, claims.refused)
-                stats = collect_stats(decoding.frame)
+            claims = self._changelog.claim(stats.origins)
+            decoding, stats = apply_claims(decoding, stats, claims)
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(
                 decoding.frame, batch_id, started, record, descriptors, dict(stats.events_by_table), claims.new
             )
             if stats.by_status[DEAD]:
-                self._write_dead_letters(decoding, batch_id, started, refused=bool(claims.refused))
+                self._write_dead_letters(dead_records(decoding, claims), batch_id, started)
             landed_s = time.monotonic() - t0
             if self.on_landing is not None:
                 self.on_landing(landing)
@@ -136,15 +121,7 @@ class BatchProcessor:
         # The stream waits for it (max_delay_seconds 0: every table merged after every batch, all at once).
         return self.merger.round(bounded=self.config.merge.max_delay_seconds > 0)
 
-    def _write_dead_letters(
-        self, decoding: DecodedBatch, batch_id: int, started: dt.datetime, refused: bool = False
-    ) -> None:
-        """``refused``: records the JVM decoded (their value not kept) were refused after decoding, so the
-        values of dead records without one are read again."""
-        records = decoding.frame.where(is_dead())
-        if refused:
-            kept = F.col("value").isNotNull()
-            records = records.where(kept).unionByName(decoding.with_values(records.where(~kept)))
+    def _write_dead_letters(self, records: DataFrame, batch_id: int, started: dt.datetime) -> None:
         rows = dead_letter_rows(records, self.config.app_id, batch_id, started, field("reason"))
         txn = txn_app_id(self.config.app_id, self.epoch, "dead-letters")
         write_dead_letters(rows, self.config.storage.dead_letters, txn, batch_id)

@@ -18,6 +18,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from cdc_delta.changelog import table_index
 from cdc_delta.changelog.pending import LANDED_AT, table_summaries
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.columns import REPLAYED_AT
@@ -31,6 +32,7 @@ from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import RoundResult, table_work
+from cdc_delta.stream.claims import apply_claims, dead_records
 from cdc_delta.stream.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
@@ -70,6 +72,10 @@ def replay_dead_letters(
     decoding = decoder_for(replay, decode_plan(replay))(records)
     try:
         stats = collect_stats(decoding.frame)
+        claims = table_index.claim(config, table_index.discovered(spark, config), stats.origins)
+        decoding, stats = apply_claims(decoding, stats, claims)
+        if claims.new:  # before the tables are created: every job lists them from the index
+            table_index.record(spark, config, claims.new, number, started)
         frame = (
             decoding.frame.where(is_row_event() | is_truncate())
             .withColumn(LAND_SEQ, F.lit(number).cast("bigint"))
@@ -96,7 +102,7 @@ def replay_dead_letters(
             .collect()
         )
         if stats.by_status[DEAD]:  # dead again: new rows, still to do (dead-lettered at the replay's start)
-            rows = dead_letter_rows(decoding.frame.where(is_dead()), replay.app_id, number, started, field("reason"))
+            rows = dead_letter_rows(dead_records(decoding, claims), replay.app_id, number, started, field("reason"))
             write_dead_letters(
                 rows, config.storage.dead_letters, txn_app_id(replay.app_id, None, "dead-letters"), number
             )

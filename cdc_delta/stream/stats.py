@@ -11,6 +11,7 @@ from dataclasses import field as dc_field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cdc_delta.changelog.table_index import Origin
 from cdc_delta.decode.decoded import field, is_row_event, is_truncate
 from cdc_delta.events.envelope import OK, SKIP
 from cdc_delta.events.ordering import Seq
@@ -23,9 +24,9 @@ class BatchStats:
     skips: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
     """Skipped records by reason: tombstone, schema change, transaction marker, heartbeat, ..."""
     events_by_table: dict[str, int] = dc_field(default_factory=lambda: defaultdict(int))
-    topics_by_table: dict[str, set[str]] = dc_field(default_factory=lambda: defaultdict(set))
-    """The topics of each table's row events (not of its truncates: a DROP TABLE comes on the
-    connector's schema-change topic)."""
+    origins: dict[str, set[Origin]] = dc_field(default_factory=lambda: defaultdict(set))
+    """Where each table's changes come from: topic, source db and table, and whether they are
+    truncates (a DROP TABLE comes on the connector's schema-change topic)."""
     status_by_table: dict[str | None, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     """Records per routed table (None: not routed to one) and status (ok, dead, skip)."""
     offsets: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
@@ -51,7 +52,9 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
             field("table").alias("table"),
             F.when(field("status") == SKIP, field("reason")).alias("skip_reason"),
             F.when(is_row_event(), field("schema_json")).alias("descriptor"),
-            is_row_event().alias("row_event"),
+            field("source_db").alias("source_db"),
+            field("source_table").alias("source_table"),
+            is_truncate().alias("truncate"),
         )
         .agg(
             F.count(F.lit(1)).alias("n"),
@@ -78,8 +81,7 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
         if r["status"] == OK and r["table"] is not None:
             table = r["table"]
             stats.events_by_table[table] += r["n"]
-            if r["row_event"]:
-                stats.topics_by_table[table].add(r["topic"])
+            stats.origins[table].add(Origin(r["topic"], r["source_db"], r["source_table"], r["truncate"]))
             if r["descriptor"] is not None:
                 earliest, known = Seq(*r["min_seq"]), stats.descriptors[table]
                 known[r["descriptor"]] = min(known.get(r["descriptor"], earliest), earliest)

@@ -24,7 +24,6 @@ from pyspark.sql.types import StructType
 from cdc_delta.changelog.table_index import discovered
 from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.config.app import short_name_clashes
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
 from cdc_delta.hadoop_fs import exists, qualified
 from cdc_delta.views.catalog import ensure_database, hive_schema
@@ -90,26 +89,17 @@ def live_tables(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
 
 
 def _named_apart(config: AppConfig, tables: list[TableConfig]) -> list[TableConfig]:
-    """``tables`` without the tables a pattern entry made whose Hive name another table has (the listed
-    tables are checked apart with the config); each left out is logged with the others of its name."""
-    clashes = set(short_name_clashes(tables))
-    listed = {t.name for t in config.listed_tables}
-    out = []
-    for table in tables:
-        short = table.name.split(".")[-1]
-        if short in clashes and table.name not in listed:
-            sharing = sorted(t.name for t in tables if t.name.split(".")[-1] == short and t.name != table.name)
-            logger.warning(
-                "%s: no live table: %s.%s would also be the Hive name of %s. List the tables apart with names "
-                "of their own",
-                table.name,
-                config.live_tables.database,
-                short,
-                ", ".join(sharing),
-            )
-            continue
-        out.append(table)
-    return out
+    """``tables`` without the made tables that would share a Hive name (:meth:`AppConfig.apart`), logged."""
+    kept, left = config.apart(tables)
+    for name, sharing in left.items():
+        logger.warning(
+            "%s: no live table: %s.%s would also be the Hive name of %s. List the tables apart with names of their own",
+            name,
+            config.live_tables.database,
+            name.split(".")[-1],
+            ", ".join(sharing),
+        )
+    return kept
 
 
 def register(spark: SparkSession, config: AppConfig) -> list[LiveTable]:

@@ -90,3 +90,23 @@ def test_made_tables_that_would_share_a_hive_name_get_no_live_table(caplog: pyte
     assert [t.name for t in _named_apart(c, tables)] == ["crm.items", "shop.carts"]
     why = "shop.items: no live table: cdc_live.items would also be the Hive name of crm.items, erp.items"
     assert why in caplog.text
+
+
+def test_a_table_belongs_to_the_topic_of_its_rows_and_a_truncate_from_elsewhere_is_refused() -> None:
+    from cdc_delta.changelog.table_index import Made, Origin, claim
+
+    c = config(LISTED, {"name": "{db}.{table}", "topic_pattern": r"(s1|s2)\.[^.]+\.[^.]+", "key": ["id"]})
+    rows = Origin("s1.sales.items", "sales", "items", truncate=False)
+    drop = Origin("s1", "sales", "items", truncate=True)  # a DROP TABLE on s1's schema-change topic
+    first = claim(c, {}, {"sales.items": {rows, drop}, "shop.orders": {Origin("x", "shop", "o", False)}})
+    assert (first.new, first.refused) == ({"sales.items": Made("s1.sales.items", "sales", "items")}, {})
+
+    known = first.new
+    other_rows = Origin("s2.sales.items", "sales", "items", truncate=False)
+    other_truncate = Origin("s2.sales.items", "sales", "items", truncate=True)
+    other_drop = Origin("s2", "sales", "items", truncate=True)
+    later = claim(c, known, {"sales.items": {rows, other_rows, other_truncate, other_drop}})
+    assert later.new == {}
+    assert set(later.refused) == {("sales.items", "s2.sales.items"), ("sales.items", "s2")}
+    assert "takes a truncate of table 'sales.items' from topic 's2'" in later.refused[("sales.items", "s2")]
+    assert claim(c, {}, {"sales.items": {other_drop}}).new == {}  # a drop of a table never seen claims nothing

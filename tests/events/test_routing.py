@@ -87,9 +87,14 @@ def test_a_pattern_entry_names_one_table_per_source_table_after_every_listed_tab
             "srv.shop.order-lines",
             "shop",
             "order-lines",
-            "names topic 'srv.shop.order-lines' 'shop.order-lines', not a table name",
+            "makes the name 'shop.order-lines' for topic 'srv.shop.order-lines', not a table name",
         ),
-        ("srv.shop.orders", "shop", "orders", "'shop.orders', a listed table whose route does not take it"),
+        (
+            "srv.shop.orders",
+            "shop",
+            "orders",
+            "makes the name 'shop.orders' for topic 'srv.shop.orders', a listed table's, whose route does not take",
+        ),
         ("srv.shop.x", None, "x", "takes topic 'srv.shop.x' but the event has no db to name it by"),
     ],
 )
@@ -114,4 +119,6 @@ def test_a_name_an_earlier_pattern_entry_would_make_is_refused() -> None:
     assert router.route("a.shop.items", "shop", "items") == "shop.items"
     assert router.route("b.shop.items", "shop", "items") is None
     why = router.refusal("b.shop.items", "shop", "items")
-    assert "'shop.items_b', a name of the earlier pattern entry '{db}.{table}': list the narrower entry first" in why
+    assert (
+        "name 'shop.items_b' for topic 'b.shop.items', a name of the earlier pattern entry '{db}.{table}': list" in why
+    )

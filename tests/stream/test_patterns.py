@@ -16,12 +16,13 @@ import pytest
 
 from cdc_delta.changelog.status import with_pending
 from cdc_delta.changelog.table import tables_path
-from cdc_delta.changelog.table_index import discovered, discovered_without_spark
+from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark
 from cdc_delta.config import parse_config
 from cdc_delta.delta.status import table_status
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
 from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.stream.replay import replay_dead_letters
 from tests.delta_rows import landings_per_commit
 
 pytestmark = pytest.mark.spark
@@ -59,7 +60,7 @@ def test_one_pattern_entry_replicates_every_table_and_a_listed_one_overrides_it(
     assert replay.land_seq is None, replay.summary()
 
     found = discovered(spark, config)
-    made = {f"{t.db}.{t.table}": topic_of(t) for t in tables[1:]}
+    made = {f"{t.db}.{t.table}": Made(topic_of(t), t.db, t.table) for t in tables[1:]}
     assert found == made  # the listed table is not in the index; the replay added nothing
     assert spark.read.format("delta").load(tables_path(config)).count() == len(made)
     assert discovered_without_spark(config) == made
@@ -91,18 +92,23 @@ def test_two_topics_one_name_the_second_is_dead_lettered_whole(spark: Any, tmp_p
         result = processor.process(kafka_frame(spark, batch), batch_id)
         theirs = [r for r in batch if r[0] == topic_of(second)]
         assert (result.dead_lettered, result.landed) == (len(theirs), len(batch) - len(theirs)), result.summary()
-    assert discovered(spark, config) == {"t01": topic_of(first)}
+    assert discovered(spark, config) == {"t01": Made(topic_of(first), "db1", "t01")}
 
     letters = spark.read.format("delta").load(config.storage.dead_letters).collect()
     sent = {(r[0], r[1], r[2]): r[4] for batch in batches for r in batch if r[0] == topic_of(second)}
     assert {(d["topic"], d["partition"], d["offset"]): bytes(d["value"]) for d in letters} == sent  # byte for byte
     assert {d["reason"] for d in letters} == {
-        f"pattern entry '{{table}}' names topic {topic_of(second)!r} 't01', the table of topic {topic_of(first)!r}: "
-        "their rows would mix. Give the entry's name a part that tells the topics apart (a named group of its "
-        "topic_pattern), or list one of the tables with its own entry"
+        f"pattern entry '{{table}}' takes rows for table 't01' from topic {topic_of(second)!r}, but the table is "
+        f"topic {topic_of(first)!r}'s: their rows would mix. Give the entry's name a part that tells the topics "
+        "apart (a named group of its topic_pattern), or list one of the tables with its own entry"
     }
-    rows = spark.read.format("delta").load(config.storage.table_path(config.table("t01"))).collect()
+    path = config.storage.table_path(config.table("t01"))
+    rows = spark.read.format("delta").load(path).collect()
     assert {r["id"] for r in rows if not r["_cdc_deleted"]} == set(generator.rows[("db1", "t01")])
+
+    replayed = replay_dead_letters(spark, config, None, None)  # refused again: never merged into t01
+    assert (replayed.dead_lettered, replayed.landed) == (len(sent), 0), replayed.summary()
+    assert spark.read.format("delta").load(path).collect() == rows
 
 
 def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spark: Any) -> None:
@@ -122,7 +128,7 @@ def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spar
         assert len(sent) == 200
 
         found = discovered_without_spark(config)
-        assert found == {f"{t.db}.{t.table}": topic_of(t) for t in tables}
+        assert found == {f"{t.db}.{t.table}": Made(topic_of(t), t.db, t.table) for t in tables}
         status = with_pending(config, table_status(config, config.all_tables(found)))
         assert {s.table: s.pending for s in status} == dict(sent)
         assert all(s.rows is None and s.merged_seq is None for s in status)  # none merged yet
@@ -142,8 +148,8 @@ def test_a_pattern_table_is_named_in_its_dead_letters_reason_when_its_name_is_no
     assert result.dead_lettered == 5, result.summary()
     letters = spark.read.format("delta").load(config.storage.dead_letters).collect()
     assert {d["reason"] for d in letters} == {
-        "pattern entry '{db}.{table}' names topic 'dbserver1.db1.t-1' 'db1.t-1', not a table name (letters, digits, "
-        "_): list that table with its own entry and a name"
+        "pattern entry '{db}.{table}' makes the name 'db1.t-1' for topic 'dbserver1.db1.t-1', not a table name "
+        "(letters, digits and _, not starting with a digit): list that table with its own entry and a name"
     }
     assert json.loads(bytes(letters[0]["value"]))["payload"]["source"]["table"] == "t-1"
 
@@ -161,4 +167,4 @@ def test_a_drop_table_on_the_schema_change_topic_does_not_claim_the_table(spark:
     batch = [("cap", 0, drop["offset"], (drop["key"] or "").encode() or None, drop["value"].encode()), *rows]
     result = BatchProcessor(config, on_landing=lambda _: None).process(kafka_frame(spark, batch), 0)
     assert (result.landed, result.dead_lettered) == (5, 0), result.summary()
-    assert discovered(spark, config) == {"e2e.temp": "cap.e2e.temp"}
+    assert discovered(spark, config) == {"e2e.temp": Made("cap.e2e.temp", "e2e", "temp")}
