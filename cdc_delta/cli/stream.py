@@ -43,6 +43,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if stop.requested.is_set():
         print("cdc-delta: stopped on request before the stream started")
         return 0
+    if metrics is not None:
+        from cdc_delta.changelog.table_index import discovered
+
+        metrics.tables_known(discovered(spark, config))
     stream = start_stream(
         spark, config, available_now=args.until_caught_up, stop_requested=stop.requested, metrics=metrics
     )

@@ -6,7 +6,7 @@ Counters carry ``table`` labels for the configured tables only (records routed t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -85,18 +85,23 @@ class StreamMetrics:
         self.partition_lag = _LagCollector()
         r.register(self.partition_lag)
         r.register(_FreshnessCollector(self.source_ts))
-        for table in config.listed_tables:  # every series from the start, so that rate() and absent() work
-            for outcome in OUTCOMES:
-                self.events.labels(table.name, outcome)
-            self.stopped.labels(table.name).set(0)
-            self.pending.labels(table.name).set(0)
-            self.merge_lag.labels(table.name).set(0)
+        self.tables_known(t.name for t in config.listed_tables)
         for result in ("ok", "failed"):
             self.batches.labels(result)
         self._newest: dict[str, float] = {}
         self._pending_tables: set[str] = set()
         self.last_finished = time.monotonic()
         """Monotonic time of the last finished batch (the start before the first)."""
+
+    def tables_known(self, names: Iterable[str]) -> None:
+        """Every series of these tables from the start, so that ``rate()`` and ``absent()`` work: the
+        listed tables at once, those the pattern entries made once the table index is read."""
+        for name in names:
+            for outcome in OUTCOMES:
+                self.events.labels(name, outcome)
+            self.stopped.labels(name).set(0)
+            self.pending.labels(name).set(0)
+            self.merge_lag.labels(name).set(0)
 
     def batch_done(self, result: BatchResult) -> None:
         """Count one applied micro-batch."""
