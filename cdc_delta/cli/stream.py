@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
-from cdc_delta.config import TableConfig, load_config
+from cdc_delta.config import AppConfig, TableConfig, load_config
 from cdc_delta.views.catalog import register_delta_tables
 
 
@@ -196,7 +196,24 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     )
     print(f"merges: each table {when}, {m.concurrency} at a time, {where}")
     print(f"config {args.config} is valid")
-    return 0
+    return _discover(config) if args.discover else 0
+
+
+def _discover(config: AppConfig) -> int:
+    """Print what each topic of the subscription becomes; 1 when some would go to the dead letters."""
+    from cdc_delta.changelog.table_index import discovered_without_spark
+    from cdc_delta.check.topics import plan_topics, summary
+    from cdc_delta.exceptions import EXIT_ATTENTION
+    from cdc_delta.kafka.client import brokers
+    from cdc_delta.kafka.offsets import partition_lag
+
+    kafka = config.kafka
+    topics = {lag.topic for lag in partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)}
+    plans = plan_topics(config, topics, discovered_without_spark(config))
+    for plan in plans:
+        print(f"  {plan.line()}")
+    print(summary(plans))
+    return EXIT_ATTENTION if any(p.refused for p in plans) else 0
 
 
 def _route(table: TableConfig) -> str:
@@ -241,8 +258,19 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register this module's commands on the top-level subparsers."""
-    check = sub.add_parser("check-config", help="validate a config file")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a config file",
+        description="Validate a config file and print what it resolves to: each table's key and path, the "
+        "changelog, the merge schedule. Exit 2 listing every problem.",
+    )
     add_config_argument(check)
+    check.add_argument(
+        "--discover",
+        action="store_true",
+        help="also ask Kafka for the subscribed topics and print the table each feeds (listed, or made by a "
+        "pattern entry, with its key) or why its records would go to the dead letters; exit 1 if any would",
+    )
     check.set_defaults(func=cmd_check_config)
 
     stream = sub.add_parser(

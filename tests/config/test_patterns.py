@@ -110,3 +110,21 @@ def test_a_table_belongs_to_the_topic_of_its_rows_and_a_truncate_from_elsewhere_
     assert set(later.refused) == {("sales.items", "s2.sales.items"), ("sales.items", "s2")}
     assert "takes a truncate of table 'sales.items' from topic 's2'" in later.refused[("sales.items", "s2")]
     assert claim(c, {}, {"sales.items": {other_drop}}).new == {}  # a drop of a table never seen claims nothing
+
+
+def test_discover_says_what_each_topic_becomes() -> None:
+    from cdc_delta.changelog.table_index import Made
+    from cdc_delta.check.topics import NO_TABLE, plan_topics, summary
+
+    c = config(LISTED, {**ANY, "name": "{table}", "topic_pattern": r"srv\..+"})
+    topics = ["srv", "srv.transaction", "srv.shop.orders", "srv.shop.items", "srv.crm.items", "srv.crm.a-b"]
+    plans = {p.topic: p for p in plan_topics(c, topics, {"items": Made("srv.crm.items", "crm", "items")})}
+    assert plans["srv"].how == plans["srv.transaction"].how == NO_TABLE
+    assert plans["srv.shop.orders"].line() == "srv.shop.orders -> shop.orders (listed, key ['order_id'])"
+    assert plans["srv.crm.items"].line() == "srv.crm.items -> items (made by '{table}', key ['uuid'])"
+    assert plans["srv.shop.items"].refused  # the stream made `items` of srv.crm.items already
+    assert "from topic 'srv.shop.items', but the table is topic 'srv.crm.items''s" in plans["srv.shop.items"].how
+    assert plans["srv.crm.a-b"].line().startswith("srv.crm.a-b -> dead letters: pattern entry '{table}' makes")
+    assert summary(list(plans.values())) == (
+        "discover: 6 topics: 2 tables (1 made by pattern entries), 2 topics to the dead letters, 2 without a table"
+    )

@@ -17,10 +17,13 @@ import pytest
 from cdc_delta.changelog.status import with_pending
 from cdc_delta.changelog.table import tables_path
 from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark
+from cdc_delta.check.topics import NO_TABLE
+from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
 from cdc_delta.delta.status import table_status
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
+from cdc_delta.demo.producer import ensure_topics
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.stream.replay import replay_dead_letters
 from tests.delta_rows import landings_per_commit
@@ -168,3 +171,36 @@ def test_a_drop_table_on_the_schema_change_topic_does_not_claim_the_table(spark:
     result = BatchProcessor(config, on_landing=lambda _: None).process(kafka_frame(spark, batch), 0)
     assert (result.landed, result.dead_lettered) == (5, 0), result.summary()
     assert discovered(spark, config) == {"e2e.temp": Made("cap.e2e.temp", "e2e", "temp")}
+
+
+def test_check_config_discover_asks_the_broker_what_each_topic_becomes(
+    kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topics = ["disc", "disc.shop.orders", "disc.shop.items", "disc.crm.items", "disc.crm.bad-name", "other.x.y"]
+    ensure_topics(kafka_bootstrap, topics, partitions=1)
+    path = tmp_path / "cdc.yaml"
+    data = {
+        "app_id": "disc",
+        "storage": {"root": str(tmp_path / "lake")},
+        "kafka": {"bootstrap_servers": kafka_bootstrap, "topic_pattern": r"^disc(\..*)?$"},
+        "tables": [
+            {"name": "{table}", "topic_pattern": r"disc\.[^.]+\.[^.]+", "key": ["id"]},
+            {"name": "shop.orders", "topics": ["disc.shop.orders"], "key": ["order_id"]},
+        ],
+    }
+    path.write_text(json.dumps(data))  # YAML reads JSON
+    assert main(["check-config", "--config", str(path), "--discover"]) == 1  # some would be dead letters
+    out = capsys.readouterr().out.splitlines()
+    assert out[-6:] == [
+        f"  disc -> {NO_TABLE}",
+        "  disc.crm.bad-name -> dead letters: pattern entry '{table}' makes the name 'bad-name' for topic "
+        "'disc.crm.bad-name', not a table name (letters, digits and _, not starting with a digit): list that "
+        "table with its own entry and a name",
+        "  disc.crm.items -> items (made by '{table}', key ['id'])",
+        "  disc.shop.items -> dead letters: pattern entry '{table}' takes rows for table 'items' from topic "
+        "'disc.shop.items', but the table is topic 'disc.crm.items''s: their rows would mix. Give the entry's "
+        "name a part that tells the topics apart (a named group of its topic_pattern), or list one of the "
+        "tables with its own entry",
+        "  disc.shop.orders -> shop.orders (listed, key ['order_id'])",
+        "discover: 5 topics: 2 tables (1 made by pattern entries), 2 topics to the dead letters, 1 without a table",
+    ]
