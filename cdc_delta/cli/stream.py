@@ -185,6 +185,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for table in config.tables:
         made = f" (a table per source table of {_route(table)})" if table.is_pattern else ""
         print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}{made}")
+    if config.patterns and config.kafka.topics:
+        print(
+            "note: the pattern entries see only the topics kafka.topics lists; subscribe with kafka.topic_pattern "
+            "for the tables created later to be read"
+        )
     print(f"dead letters -> {config.storage.dead_letters}")
     m = config.merge
     print(f"changelog -> {config.changelog.located(config.storage.root)} (kept {config.changelog.retention_hours:g} h)")

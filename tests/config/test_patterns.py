@@ -80,6 +80,11 @@ def test_check_config_shows_a_pattern_entry(tmp_path: Path, capsys: pytest.Captu
     assert main(["check-config", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     assert "{db}.{table}: key ['id'] -> /lake/{db}/{table} (a table per source table of topics 'srv\\\\..+')" in out
+    assert "note: the pattern entries" not in out
+
+    path.write_text(path.read_text().replace("{topic_pattern: 'srv\\..*'}", "{topics: [srv.a.b]}"))
+    assert main(["check-config", "--config", str(path)]) == 0
+    assert "note: the pattern entries see only the topics kafka.topics lists" in capsys.readouterr().out
 
 
 def test_made_tables_that_would_share_a_hive_name_get_no_live_table(caplog: pytest.LogCaptureFixture) -> None:
