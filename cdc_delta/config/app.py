@@ -19,6 +19,7 @@ from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
+from cdc_delta.events.routing import Owners
 from cdc_delta.exceptions import ConfigError
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -294,8 +295,8 @@ class AppConfig(Frozen):
     def owner(self, name: str) -> TableConfig | None:
         """The entry that a table named ``name`` belongs to: the table listed under that name, else the first
         pattern entry whose names look like it. Names decide, so every process finds the same entry."""
-        listed = next((t for t in self.listed_tables if t.name == name), None)
-        return listed or next((p for p in self.patterns if p.makes(name)), None)
+        owner = Owners(t.name for t in self.tables).of(name)
+        return next((t for t in self.tables if t.name == owner), None)
 
     def pattern_table(self, name: str) -> TableConfig | None:
         """The table named ``name`` that a pattern entry makes, or None."""

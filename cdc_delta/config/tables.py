@@ -141,10 +141,6 @@ class TableConfig(Frozen):
         """A pattern entry: one table per source table its route matches, named by the ``name`` template."""
         return NameTemplate.is_template(self.name)
 
-    def makes(self, name: str) -> bool:
-        """Whether ``name`` looks like the names this pattern entry makes."""
-        return self.is_pattern and bool(NameTemplate(self.name).regex.fullmatch(name))
-
     def made(self, name: str) -> TableConfig:
         """This pattern entry's table named ``name``: its key and settings, routed by the entry's route."""
         return self.model_copy(update={"name": name})

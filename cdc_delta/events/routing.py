@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -41,6 +41,23 @@ class NameTemplate:
 
     def render(self, values: dict[str, str | None]) -> str:
         return _PLACEHOLDER.sub(lambda m: values.get(m.group(1)) or "", self.text)
+
+
+class Owners:
+    """Which entry a table's name belongs to: the listed table of that name, else the first pattern entry
+    whose names look like it. The router keeps to it when it names a table, so every process finds a
+    table's entry (key, settings) from its name alone."""
+
+    def __init__(self, entry_names: Iterable[str]) -> None:
+        names = list(entry_names)
+        self._listed = {n for n in names if not NameTemplate.is_template(n)}
+        self._templates = [NameTemplate(n) for n in names if NameTemplate.is_template(n)]
+
+    def of(self, name: str) -> str | None:
+        """The name (or name template) of the entry that owns ``name``; None when none does."""
+        if name in self._listed:
+            return name
+        return next((t.text for t in self._templates if t.regex.fullmatch(name)), None)
 
 
 class RouteSpec(Protocol):
@@ -102,7 +119,7 @@ class Router:
         ]
         self._listed = [r for r in routes if not NameTemplate.is_template(r.table)]
         self._patterns = [(r, NameTemplate(r.table)) for r in routes if NameTemplate.is_template(r.table)]
-        self._names = {r.table for r in self._listed}
+        self._owners = Owners(r.table for r in routes)
         self._decided: dict[tuple[str, str | None, str | None], _Decision] = {}
 
     def route(self, topic: str, database: str | None, table: str | None) -> str | None:
@@ -117,9 +134,8 @@ class Router:
 
     def pattern_of(self, name: str) -> str | None:
         """The name template of the pattern entry that a table named ``name`` belongs to, or None."""
-        if name in self._names:
-            return None
-        return next((t.text for _, t in self._patterns if t.regex.fullmatch(name)), None)
+        owner = self._owners.of(name)
+        return owner if owner is not None and NameTemplate.is_template(owner) else None
 
     def _decide(self, topic: str, database: str | None, table: str | None) -> _Decision:
         at = (topic, database, table)
@@ -153,18 +169,20 @@ class Router:
                 f"{entry} makes the name {name!r} for topic {topic!r}, not a table name (letters, digits and _, "
                 "not starting with a digit): list that table with its own entry and a name",
             )
-        if name in self._names:
+        owner = self._owners.of(name)
+        if owner == template.text:
+            return _Decision(name)
+        if owner is None:  # a placeholder's value held a '.'
+            why = f"which its own names do not look like (each part of {template.text!r} one word)"
+            return _Decision(None, f"{entry} makes the name {name!r} for topic {topic!r}, {why}")
+        if not NameTemplate.is_template(owner):
             return _Decision(
                 None,
                 f"{entry} makes the name {name!r} for topic {topic!r}, a listed table's, whose route does not take "
                 "the topic: add the topic to that table's entry, or narrow the pattern",
             )
-        earlier = next(t for _, t in self._patterns if t.regex.fullmatch(name))
-        if earlier is not template:
-            return _Decision(
-                None,
-                f"{entry} makes the name {name!r} for topic {topic!r}, a name of the earlier pattern entry "
-                f"{earlier.text!r}: list the narrower entry first (a name belongs to the first entry whose names "
-                "look like it)",
-            )
-        return _Decision(name)
+        return _Decision(
+            None,
+            f"{entry} makes the name {name!r} for topic {topic!r}, a name of the earlier pattern entry "
+            f"{owner!r}: list the narrower entry first (a name belongs to the first entry whose names look like it)",
+        )

@@ -122,3 +122,12 @@ def test_a_name_an_earlier_pattern_entry_would_make_is_refused() -> None:
     assert (
         "name 'shop.items_b' for topic 'b.shop.items', a name of the earlier pattern entry '{db}.{table}': list" in why
     )
+
+
+def test_a_name_its_own_template_does_not_make_is_refused_not_an_error() -> None:
+    router = pattern_router({"name": "{table}", "topic_pattern": r"srv\..+", "key": ["id"]})
+    assert router.route("srv.shop.a.b", "shop", "a.b") is None  # a table name holding a '.'
+    assert router.refusal("srv.shop.a.b", "shop", "a.b") == (
+        "pattern entry '{table}' makes the name 'a.b' for topic 'srv.shop.a.b', which its own names do not look "
+        "like (each part of '{table}' one word)"
+    )
