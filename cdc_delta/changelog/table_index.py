@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from cdc_delta.changelog.table import TABLE, tables_path, tables_schema
 from cdc_delta.config import AppConfig
@@ -53,7 +52,7 @@ def discovered(spark: SparkSession, config: AppConfig) -> dict[str, Made]:
     path = tables_path(config)
     if not DeltaTable.isDeltaTable(spark, path):
         return {}
-    rows = spark.read.format("delta").load(path).select(*_COLUMNS).orderBy(F.col("found_at").desc()).collect()
+    rows = spark.read.format("delta").load(path).select(*_COLUMNS).orderBy("found_at").collect()
     return _by_name(r.asDict() for r in rows)
 
 
@@ -65,15 +64,15 @@ def discovered_without_spark(config: AppConfig) -> dict[str, Made]:
     if table is None:
         return {}
     rows = read(table.to_pyarrow_dataset(), _COLUMNS).to_pylist()
-    return _by_name(sorted(rows, key=lambda r: r["found_at"], reverse=True))
+    return _by_name(sorted(rows, key=lambda r: r["found_at"]))
 
 
-def _by_name(newest_first: Any) -> dict[str, Made]:
+def _by_name(oldest_first: Any) -> dict[str, Made]:
     """The first record of each name (a name recorded twice, by the stream and a replay of dead letters
     at the same time, is the first's)."""
     out: dict[str, Made] = {}
-    for r in newest_first:
-        out[r[TABLE]] = Made(r["topic"], r["source_db"], r["source_table"])
+    for r in oldest_first:
+        out.setdefault(r[TABLE], Made(r["topic"], r["source_db"], r["source_table"]))
     return out
 
 
