@@ -144,12 +144,16 @@ class Changelog:
             self._seen = mine
         return Landing(land_seq, batch_id, at, {} if replayed else dict(events_by_table), replayed)
 
-    def claim(self, origins: Mapping[str, set[table_index.Origin]]) -> table_index.Claims:
+    def claim(
+        self,
+        origins: Mapping[str, set[table_index.Origin]],
+        keys: table_index.RecordKeys | None = None,
+    ) -> table_index.Claims:
         """The batch's new pattern tables and its refused (table, topic) pairs (:func:`.table_index.claim`).
         The index is read again when a table seems new (a replay of dead letters may have recorded it)."""
-        if any(name not in self._tables and self.config.pattern_table(name) for name in origins):
+        if any(name not in self._tables and self.config.pattern_entry(name) for name in origins):
             self._tables = table_index.discovered(self.spark, self.config)
-        return table_index.claim(self.config, self._tables, origins)
+        return table_index.claim(self.config, self._tables, origins, keys)
 
     def _alone(self, through: int | None) -> None:
         """Raise :class:`ConcurrentStreamError` when a landing other than this lander's is among the

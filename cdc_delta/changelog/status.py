@@ -51,7 +51,7 @@ def pending_changes(config: AppConfig, merged: dict[str, int], through: int | No
 
 def merged_landing(config: AppConfig, table: str) -> int:
     """The newest landing the table holds (-1: none, or no table)."""
-    found = open_table(config, config.storage.table_path(config.table(table)))
+    found = open_table(config, config.table_path(table))
     merged = None if found is None else found.transaction_version(merge_txn_app_id(config.app_id, table))
     return -1 if merged is None else int(merged)
 

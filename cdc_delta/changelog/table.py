@@ -41,10 +41,12 @@ CHANGELOG_DDL = (
 """Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image."""
 SCHEMAS_DDL = "schema_id string, schema_json string"
 TABLES_DDL = (
-    f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp"
+    f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp, "
+    "`key` array<string>"
 )
 """The table index: each table a pattern entry made, the topic and source table it comes from, the
-landing that found it."""
+landing that found it and, where its entry has no key, its key as Debezium's record key names it
+(``key`` was added later: an index written before has no such column)."""
 
 
 def changelog_path(config: AppConfig) -> str:

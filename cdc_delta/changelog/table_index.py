@@ -1,8 +1,11 @@
 """The table index: every table a pattern entry made (``name: "{db}.{table}"``), the topic and source
 table it comes from and the landing that found it, appended by the stream before the landing that
 first holds the table's changes. Every process lists the tables from the config's listed tables and
-this index (:meth:`cdc_delta.config.AppConfig.all_tables`); a table's key and settings come from its
-entry, which its name alone tells (:meth:`cdc_delta.config.AppConfig.owner`).
+this index (:func:`indexed`); a table's settings come from its entry, which its name alone tells
+(:meth:`cdc_delta.config.AppConfig.owner`), and so does its key, unless the entry has none: then the
+key is the one Debezium's record key named when the table was found (its primary key), kept here. A
+table whose records carry no key (no primary key) is refused, and so are its records once their key
+names other columns than the index's (a changed primary key), each with the reason.
 
 One topic per table: a second topic whose events a pattern entry names alike (``{table}`` over two
 databases, or two servers with the same schema) would mix two tables' rows, so its events are refused
@@ -26,14 +29,20 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.delta_rs import open_table, read
 
 _COLUMNS = [TABLE, "topic", "source_db", "source_table", "found_at"]
+_KEY = "key"
 
 
 class Made(NamedTuple):
-    """Where a table a pattern entry made comes from."""
+    """Where a table a pattern entry made comes from, and its key where its entry has none."""
 
     topic: str
     source_db: str | None
     source_table: str | None
+    key: tuple[str, ...] = ()
+
+
+RecordKeys = Mapping[tuple[str, str], set[tuple[str, ...]]]
+"""Per (table, topic), the key columns its records name (Debezium's record key)."""
 
 
 class Origin(NamedTuple):
@@ -52,8 +61,24 @@ def discovered(spark: SparkSession, config: AppConfig) -> dict[str, Made]:
     path = tables_path(config)
     if not DeltaTable.isDeltaTable(spark, path):
         return {}
-    rows = spark.read.format("delta").load(path).select(*_COLUMNS).orderBy("found_at").collect()
+    index = spark.read.format("delta").load(path)
+    rows = index.select(*_COLUMNS, *([_KEY] if _KEY in index.columns else [])).orderBy("found_at").collect()
     return _by_name(r.asDict() for r in rows)
+
+
+def indexed(spark: SparkSession, config: AppConfig) -> AppConfig:
+    """``config`` knowing the tables the pattern entries made so far, with their keys."""
+    return knowing(config, discovered(spark, config))
+
+
+def indexed_without_spark(config: AppConfig) -> AppConfig:
+    """:func:`indexed`, read with delta-rs (``status``, ``check``)."""
+    return knowing(config, discovered_without_spark(config))
+
+
+def knowing(config: AppConfig, made: Mapping[str, Made]) -> AppConfig:
+    """``config`` knowing the tables ``made`` (:meth:`~cdc_delta.config.AppConfig.knowing`)."""
+    return config.knowing({name: m.key for name, m in made.items()})
 
 
 def discovered_without_spark(config: AppConfig) -> dict[str, Made]:
@@ -63,7 +88,8 @@ def discovered_without_spark(config: AppConfig) -> dict[str, Made]:
     table = open_table(config, tables_path(config))
     if table is None:
         return {}
-    rows = read(table.to_pyarrow_dataset(), _COLUMNS).to_pylist()
+    dataset = table.to_pyarrow_dataset()
+    rows = read(dataset, _COLUMNS + [_KEY] if _KEY in dataset.schema.names else _COLUMNS).to_pylist()
     return _by_name(sorted(rows, key=lambda r: r["found_at"]))
 
 
@@ -72,7 +98,7 @@ def _by_name(oldest_first: Any) -> dict[str, Made]:
     at the same time, is the first's)."""
     out: dict[str, Made] = {}
     for r in oldest_first:
-        out.setdefault(r[TABLE], Made(r["topic"], r["source_db"], r["source_table"]))
+        out.setdefault(r[TABLE], Made(r["topic"], r["source_db"], r["source_table"], tuple(r.get(_KEY) or ())))
     return out
 
 
@@ -84,10 +110,21 @@ class Claims:
     refused: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def claim(config: AppConfig, known: Mapping[str, Made], origins: Mapping[str, set[Origin]]) -> Claims:
+def claim(
+    config: AppConfig,
+    known: Mapping[str, Made],
+    origins: Mapping[str, set[Origin]],
+    keys: RecordKeys | None = None,
+) -> Claims:
     """Decide a batch's pattern tables (``origins``: where each table's changes in the batch come from)
     against the index (``known``). A new table belongs to the topic of its row events (of several in one
-    batch, the first by name, so that a batch run again decides alike); other topics are refused."""
+    batch, the first by name, so that a batch run again decides alike); other topics are refused. Where
+    the entry has no key, ``keys`` holds the key columns the records of each (table, topic) name
+    (:func:`cdc_delta.events.record_keys.json_key_columns`): a new table takes them as its key, and rows
+    whose key names other columns than the table's, or none, are refused (``keys`` None: keys are not judged,
+    as where no record was read)."""
+    judged = keys is not None
+    keys = keys or {}
     claims = Claims()
     for name in sorted(origins):
         entry = config.owner(name)
@@ -96,9 +133,17 @@ def claim(config: AppConfig, known: Mapping[str, Made], origins: Mapping[str, se
         rows = sorted(o for o in origins[name] if not o.truncate)
         owner = known.get(name)
         if owner is None and rows:
-            owner = claims.new[name] = Made(rows[0].topic, rows[0].source_db, rows[0].source_table)
+            first = rows[0]
+            key = () if entry.key else _one_key(keys.get((name, first.topic), set()))
+            if not entry.key and not key and judged:
+                for origin in origins[name]:
+                    claims.refused[(name, origin.topic)] = _keyless(entry.name, name, first.topic, keys)
+                continue
+            owner = claims.new[name] = Made(first.topic, first.source_db, first.source_table, key)
         if owner is None:
             continue  # only a truncate of a table never seen: nothing to mix it with
+        if not entry.key and judged and keys.get((name, owner.topic), set()) - {owner.key}:
+            claims.refused[(name, owner.topic)] = _key_changed(entry.name, name, owner, keys[(name, owner.topic)])
         for origin in sorted(origins[name]):
             if origin.topic == owner.topic:
                 continue
@@ -113,9 +158,46 @@ def claim(config: AppConfig, known: Mapping[str, Made], origins: Mapping[str, se
     return claims
 
 
+def _one_key(seen: set[tuple[str, ...]]) -> tuple[str, ...]:
+    """The key all of ``seen`` name, or none."""
+    return next(iter(seen)) if len(seen) == 1 else ()
+
+
+def _keyless(entry: str, name: str, topic: str, keys: RecordKeys) -> str:
+    seen = sorted(k for k in keys.get((name, topic), set()) if k)
+    if len(seen) > 1:
+        what = f"its records' keys name different columns ({', '.join(map(str, map(list, seen)))})"
+    else:
+        what = "its records have no key (the source table has no primary key), or none in JSON or Avro"
+    return (
+        f"pattern entry {entry!r} takes each table's key from Debezium's record key, and table {name!r} (topic "
+        f"{topic!r}) has none: {what}. List the table with its own entry and key, or set the connector's "
+        "message.key.columns for it"
+    )
+
+
+def _key_changed(entry: str, name: str, owner: Made, seen: set[tuple[str, ...]]) -> str:
+    if not owner.key:
+        return (
+            f"table {name!r} was found while pattern entry {entry!r} named its key, which the table index does not "
+            "keep: give the entry its key again, or list the table with its own entry and key"
+        )
+    now = sorted(list(k) for k in seen if k != owner.key)
+    return (
+        f"table {name!r} has key {list(owner.key)} (its primary key when it was found), but records of topic "
+        f"{owner.topic!r} now have key {now[0] if len(now) == 1 else now}: its primary key changed. List the table "
+        "with its own entry and its new key, then replay these dead letters (rows merged under the old key stay "
+        "as they are: compare the table with cdc-delta check)"
+    )
+
+
 def record(spark: SparkSession, config: AppConfig, new: Mapping[str, Made], land_seq: int, at: dt.datetime) -> None:
     """Append the new tables to the index (before the landing that holds their first changes;
     ``land_seq``: that landing, or the number of a replay of dead letters)."""
-    rows = [(name, *made, land_seq, at) for name, made in sorted(new.items())]
+    rows = [
+        (name, made.topic, made.source_db, made.source_table, land_seq, at, list(made.key) or None)
+        for name, made in sorted(new.items())
+    ]
     frame = spark.createDataFrame(rows, tables_schema())
-    frame.coalesce(1).write.format("delta").mode("append").save(tables_path(config))
+    # mergeSchema: an index written before keys were recorded gets the column.
+    frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(tables_path(config))

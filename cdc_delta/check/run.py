@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
-from cdc_delta.changelog.table_index import discovered_without_spark
+from cdc_delta.changelog.table_index import discovered_without_spark, knowing
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.delta_rs import open_table
@@ -79,7 +79,8 @@ def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     """Probe ``names`` (default: every table) and write the JSON report."""
     started, t0 = dt.datetime.now(dt.timezone.utc), time.monotonic()
     made = discovered_without_spark(config)
-    tables = [config.table(n) for n in names] if names else config.all_tables(made)
+    config = knowing(config, made)
+    tables = [config.table(n) for n in names] if names else config.all_tables()
     listed = {t.name for t in config.listed_tables}
     # A table a pattern entry made is compared with the source table it comes from, whatever its name.
     tables = [

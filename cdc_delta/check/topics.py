@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from cdc_delta.changelog.table_index import Made, Origin, claim
-from cdc_delta.config import AppConfig
+from cdc_delta.changelog.table_index import Made, Origin, claim, knowing
+from cdc_delta.config import AppConfig, KeyNotKnown
 from cdc_delta.events.routing import Router
 
 NO_TABLE = "no table (by its name, the connector's schema-change, transaction or heartbeat topic)"
@@ -23,6 +23,7 @@ class TopicPlan:
     how: str = ""
     """``listed`` or the pattern entry that makes the table; else why there is no table."""
     key: tuple[str, ...] = ()
+    """Empty: the key its records will name (Debezium's record key, read when the stream first lands it)."""
 
     @property
     def refused(self) -> bool:
@@ -31,7 +32,8 @@ class TopicPlan:
     def line(self) -> str:
         if self.table is None:
             return f"{self.topic} -> {'dead letters: ' if self.refused else ''}{self.how}"
-        return f"{self.topic} -> {self.table} ({self.how}, key {list(self.key)})"
+        key = f"key {list(self.key)}" if self.key else "key from its records (Debezium's record key)"
+        return f"{self.topic} -> {self.table} ({self.how}, {key})"
 
 
 def plan_topics(config: AppConfig, topics: Iterable[str], known: Mapping[str, Made]) -> list[TopicPlan]:
@@ -54,6 +56,7 @@ def plan_topics(config: AppConfig, topics: Iterable[str], known: Mapping[str, Ma
     for topic, (name, db, table) in routed.items():
         origins.setdefault(name, set()).add(Origin(topic, db, table, truncate=False))
     refused = claim(config, known, origins).refused
+    config = knowing(config, known)
     for topic, (name, _, _) in routed.items():
         entry = config.owner(name)
         assert entry is not None  # the router named it
@@ -61,8 +64,15 @@ def plan_topics(config: AppConfig, topics: Iterable[str], known: Mapping[str, Ma
             plans[topic] = TopicPlan(topic, how=refused[(name, topic)])
         else:
             how = f"made by {entry.name!r}" if entry.is_pattern else "listed"
-            plans[topic] = TopicPlan(topic, name, how, tuple(config.table(name).key))
+            plans[topic] = TopicPlan(topic, name, how, _key(config, name))
     return [plans[t] for t in sorted(plans)]
+
+
+def _key(config: AppConfig, name: str) -> tuple[str, ...]:
+    try:
+        return tuple(config.table(name).key)
+    except KeyNotKnown:  # its records will name it
+        return ()
 
 
 def summary(plans: list[TopicPlan]) -> str:

@@ -50,7 +50,7 @@ class Status:
 
 def read_status(config: AppConfig) -> Status:
     from cdc_delta.changelog.status import landed_offsets, with_pending
-    from cdc_delta.changelog.table_index import discovered_without_spark
+    from cdc_delta.changelog.table_index import indexed_without_spark
     from cdc_delta.delta.status import dead_letter_count, table_status
     from cdc_delta.kafka.client import brokers
     from cdc_delta.kafka.offsets import partition_lag
@@ -58,7 +58,8 @@ def read_status(config: AppConfig) -> Status:
     kafka = config.kafka
     lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
-    tables = with_pending(config, table_status(config, config.all_tables(discovered_without_spark(config))))
+    config = indexed_without_spark(config)
+    tables = with_pending(config, table_status(config, config.all_tables()))
     return Status(lags, landed, newest, tables, dead_letter_count(config))
 
 

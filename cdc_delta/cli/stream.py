@@ -184,7 +184,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for table in config.tables:
         made = f" (a table per source table of {_route(table)})" if table.is_pattern else ""
-        print(f"{table.name}: key {table.key} -> {config.storage.table_path(table)}{made}")
+        key = table.key or "from each table's records (Debezium's record key)"
+        print(f"{table.name}: key {key} -> {config.storage.table_path(table)}{made}")
     if config.patterns and config.kafka.topics:
         print(
             "note: the pattern entries see only the topics kafka.topics lists; subscribe with kafka.topic_pattern "
@@ -237,7 +238,7 @@ LIVE_DATABASE = "live"
 def cmd_sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
-    from cdc_delta.changelog.table_index import discovered
+    from cdc_delta.changelog.table_index import indexed
     from cdc_delta.exceptions import QueryError
     from cdc_delta.views.live import named_in, register_live_views
 
@@ -245,7 +246,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     spark = spark_for(config, {"spark.sql.globalTempDatabase": LIVE_DATABASE})
     names = register_delta_tables(spark, config)
     logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
-    tables = config.all_tables(discovered(spark, config))
+    config = indexed(spark, config)
+    tables = config.all_tables()
     views = register_live_views(spark, config, named_in(args.query, LIVE_DATABASE, tables))
     if views:
         logger.info("live views, as of now: %s", ", ".join(views))

@@ -8,7 +8,7 @@ Sections live in their own modules (:mod:`.app`, :mod:`.tables`, :mod:`.jobs`); 
 where callers import them from.
 """
 
-from cdc_delta.config.app import AppConfig, SparkConfig, StorageConfig
+from cdc_delta.config.app import AppConfig, KeyNotKnown, SparkConfig, StorageConfig
 from cdc_delta.config.common import is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.env_overrides import ENV_PREFIX
@@ -31,6 +31,7 @@ __all__ = [
     "ConnectConfig",
     "SchemaRegistryConfig",
     "KafkaConfig",
+    "KeyNotKnown",
     "LiveTablesConfig",
     "MaintenanceConfig",
     "MergeConfig",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from cdc_delta.config.common import Frozen, absolute, is_uri
 from cdc_delta.config.connect import ConnectConfig
@@ -23,6 +23,10 @@ from cdc_delta.events.routing import Owners
 from cdc_delta.exceptions import ConfigError
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class KeyNotKnown(ConfigError):
+    """A made table's key comes from Debezium's record key and the table index does not hold it (yet)."""
 
 
 class SparkConfig(Frozen):
@@ -103,6 +107,8 @@ class AppConfig(Frozen):
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""
+    _made: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    """The tables the pattern entries made, as far as known (:meth:`knowing`), with their recorded keys."""
     type_widening: Literal["rewrite", "delta_feature"] = "rewrite"
     """How a column is widened. ``rewrite``: the table's files are rewritten with the wider type in one
     commit, so every reader (delta-rs, Trino, symlink manifests) can still open the table; it costs a
@@ -169,18 +175,37 @@ class AppConfig(Frozen):
         """The pattern entries."""
         return [t for t in self.tables if t.is_pattern]
 
-    def all_tables(self, discovered: Iterable[str] = ()) -> list[TableConfig]:
-        """Every table: those listed, then those the pattern entries made (``discovered``: their names, as
-        the changelog's table index holds them, :func:`cdc_delta.changelog.table_index.discovered`)."""
+    def key_from_records(self, name: str) -> bool:
+        """Whether the table named ``name`` takes its key from Debezium's record key (a pattern entry
+        without ``key`` makes it)."""
+        entry = self.pattern_entry(name)
+        return entry is not None and not entry.key
+
+    @property
+    def keys_from_records(self) -> bool:
+        """Whether a pattern entry takes its tables' keys from Debezium's record keys."""
+        return any(not p.key for p in self.patterns)
+
+    def knowing(self, made: Mapping[str, Sequence[str]]) -> AppConfig:
+        """This config knowing the tables the pattern entries made so far (``made``: each name with the key
+        the table index records for it, empty where the entry names the key), as
+        :func:`cdc_delta.changelog.table_index.indexed` reads them."""
+        known = self.model_copy()
+        known._made = {name: tuple(key) for name, key in made.items()}
+        return known
+
+    def all_tables(self) -> list[TableConfig]:
+        """Every table: those listed, then those the pattern entries made (as far as this config knows them,
+        :meth:`knowing`)."""
         listed = self.listed_tables
         names = {t.name for t in listed}
-        made = [self.pattern_table(n) for n in sorted(set(discovered) - names)]
+        made = [self.pattern_table(n) for n in sorted(set(self._made) - names)]
         return listed + [t for t in made if t is not None]
 
     @model_validator(mode="after")
     def _snapshot_tables(self) -> AppConfig:
         names = {t.name for t in self.listed_tables}
-        unknown = [n for n in self.snapshot.tables if n not in names and self.pattern_table(n) is None]
+        unknown = [n for n in self.snapshot.tables if n not in names and self.pattern_entry(n) is None]
         if unknown:
             raise ValueError(f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}")
         sharded = [t.name for t in self.listed_tables if t.key_includes_source and t.name in self.snapshot.tables]
@@ -251,9 +276,9 @@ class AppConfig(Frozen):
             "per name under snapshot.tables"
         )
 
-    def snapshot_tables(self, discovered: Iterable[str] = ()) -> list[TableConfig]:
-        """The tables the nightly snapshot publishes (``discovered``: as for :meth:`all_tables`)."""
-        return [t for t in self.all_tables(discovered) if self.in_snapshot(t)]
+    def snapshot_tables(self) -> list[TableConfig]:
+        """The tables the nightly snapshot publishes (of those :meth:`all_tables` lists)."""
+        return [t for t in self.all_tables() if self.in_snapshot(t)]
 
     def apart(self, tables: list[TableConfig]) -> tuple[list[TableConfig], dict[str, list[str]]]:
         """``tables`` without those a pattern entry made whose Hive name (the name without its database)
@@ -280,17 +305,26 @@ class AppConfig(Frozen):
         return configured or f"{self.storage.root.rstrip('/')}/{name}"
 
     def table(self, name: str) -> TableConfig:
-        """The table named ``name``: listed, or made by a pattern entry."""
-        for table in self.listed_tables:
-            if table.name == name:
-                return table
-        made = self.pattern_table(name)
-        if made is not None:
-            return made
-        patterns = "".join(f", or made by {p.name!r}" for p in self.patterns)
-        raise ConfigError(
-            f"no table named {name!r} in the config; known: {[t.name for t in self.listed_tables]}{patterns}"
-        )
+        """The table named ``name``: listed, or made by a pattern entry (:meth:`pattern_table`)."""
+        entry = self.entry(name)
+        made = self.pattern_table(name) if entry.is_pattern else entry
+        assert made is not None
+        return made
+
+    def table_path(self, name: str) -> str:
+        """Where the table named ``name`` lives (its name alone tells it: no key needed)."""
+        entry = self.entry(name)
+        return self.storage.table_path(entry.made(name) if entry.is_pattern else entry)
+
+    def entry(self, name: str) -> TableConfig:
+        """The entry a table named ``name`` belongs to (:meth:`owner`); a :class:`ConfigError` when none."""
+        entry = self.owner(name)
+        if entry is None:
+            patterns = "".join(f", or made by {p.name!r}" for p in self.patterns)
+            raise ConfigError(
+                f"no table named {name!r} in the config; known: {[t.name for t in self.listed_tables]}{patterns}"
+            )
+        return entry
 
     def owner(self, name: str) -> TableConfig | None:
         """The entry that a table named ``name`` belongs to: the table listed under that name, else the first
@@ -299,9 +333,28 @@ class AppConfig(Frozen):
         return next((t for t in self.tables if t.name == owner), None)
 
     def pattern_table(self, name: str) -> TableConfig | None:
-        """The table named ``name`` that a pattern entry makes, or None."""
+        """The table named ``name`` that a pattern entry makes, or None. Raises :class:`KeyNotKnown` for a
+        table whose key comes from Debezium's record key when this config does not know it (:meth:`knowing`)."""
+        entry = self.pattern_entry(name)
+        if entry is None:
+            return None
+        if not entry.key and name in self._made and not self._made[name]:
+            raise KeyNotKnown(
+                f"table {name!r} was made while pattern entry {entry.name!r} named its key, which the table index "
+                "does not keep: give the entry its key again, or list the table with its own entry and key"
+            )
+        if not entry.key and not self._made.get(name):
+            raise KeyNotKnown(
+                f"the key of table {name!r} is not known here: pattern entry {entry.name!r} takes each table's key "
+                "from Debezium's record key, which the changelog's table index records when the stream first "
+                "lands the table; run the stream first, or give the entry a key"
+            )
+        return entry.made(name, self._made.get(name, ()))
+
+    def pattern_entry(self, name: str) -> TableConfig | None:
+        """The pattern entry that makes the table named ``name``, or None."""
         entry = self.owner(name)
-        return entry.made(name) if entry is not None and entry.is_pattern else None
+        return entry if entry is not None and entry.is_pattern else None
 
 
 def short_name_clashes(tables: Iterable[TableConfig]) -> list[str]:

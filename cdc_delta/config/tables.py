@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.events import column_types
@@ -102,8 +103,9 @@ class TableConfig(Frozen):
     """Regex matched against the whole ``source.db`` of each event (shards: ``shop_[0-7]``)."""
     source_table: str | None = None
     """Regex matched against the whole ``source.table`` of each event (shards: ``orders_\\d{3}``)."""
-    key: list[str]
-    """Primary-key columns, in order."""
+    key: list[str] = Field(default_factory=list, validate_default=True)
+    """Primary-key columns, in order. A pattern entry without one takes each table's key from Debezium's
+    record key (the table's primary key), recorded in the table index when the table is first landed."""
     key_includes_source: bool = False
     """Add the shard (source db and table) to the key, for shards that reuse primary keys."""
     columns: dict[str, str] = Field(default_factory=dict)
@@ -141,14 +143,15 @@ class TableConfig(Frozen):
         """A pattern entry: one table per source table its route matches, named by the ``name`` template."""
         return NameTemplate.is_template(self.name)
 
-    def made(self, name: str) -> TableConfig:
-        """This pattern entry's table named ``name``: its key and settings, routed by the entry's route."""
-        return self.model_copy(update={"name": name})
+    def made(self, name: str, key: Sequence[str] = ()) -> TableConfig:
+        """This pattern entry's table named ``name``: its settings, routed by the entry's route, and its key:
+        the entry's, else ``key`` (Debezium's record key, as the table index records it)."""
+        return self.model_copy(update={"name": name, "key": list(self.key or key)})
 
     @field_validator("key")
     @classmethod
-    def _key(cls, value: list[str]) -> list[str]:
-        if not value:
+    def _key(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if not value and not NameTemplate.is_template(info.data.get("name") or ""):
             raise ValueError("key must name at least one primary-key column, e.g. key: [id]")
         for col in value:
             if not IDENTIFIER.fullmatch(col) or col.startswith("_cdc_"):

@@ -19,6 +19,7 @@ from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
 from cdc_delta.decode.jvm import FAST, ImageSchema, envelopes, fast_decoded, probe
 from cdc_delta.decode.registry import AvroSchemas
 from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
+from cdc_delta.events.record_keys import json_key_columns
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,10 @@ class JsonDecoder:
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         return decode_batch(batch, self.plan, self.schemas)
 
+    def key_columns(self, key: bytes | None) -> tuple[str, ...]:
+        """The columns of a record's key (:func:`~cdc_delta.events.record_keys.json_key_columns`)."""
+        return json_key_columns(key)
+
 
 class AvroDecoder:
     """Decodes the stream's Avro batches; keeps the registry's schemas, by id, from batch to batch."""
@@ -118,6 +123,10 @@ class AvroDecoder:
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         decoded = decode_avro_batch(batch, self.plan, self.schemas)
         return DecodedBatch(decoded, decoded, batch)
+
+    def key_columns(self, key: bytes | None) -> tuple[str, ...]:
+        """The columns of a record's Avro key, from the registry."""
+        return self.schemas.key_columns(key)
 
 
 def decoder_for(config: AppConfig, plan: DecodePlan) -> JsonDecoder | AvroDecoder:

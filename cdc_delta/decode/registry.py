@@ -17,7 +17,9 @@ from collections.abc import Iterable
 import requests
 
 from cdc_delta.config import SchemaRegistryConfig
-from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema
+from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, unescape_name
+from cdc_delta.events.avro import schema_id as wire_schema_id
+from cdc_delta.events.record_keys import NO_KEY, avro_key_columns, json_key_columns
 from cdc_delta.exceptions import CdcDeltaError, RegistryUnavailable, SchemaRegistryError
 from cdc_delta.http_client import HttpClient, server_message
 
@@ -63,6 +65,7 @@ class AvroSchemas:
         self.unescape_names = unescape_names
         self.texts: dict[int, str] = {}
         self._refused: dict[int, str] = {}
+        self._key_columns: dict[int, tuple[str, ...]] = {}
 
     def read(self, ids: Iterable[int]) -> dict[int, str]:
         """Read the ids not read yet; returns the reason each id of ``ids`` cannot be decoded with (the
@@ -86,6 +89,19 @@ class AvroSchemas:
                 continue
             self.texts[schema_id] = text
         return reasons
+
+    def key_columns(self, key: bytes | None) -> tuple[str, ...]:
+        """The columns of a record's key (Debezium's: the table's primary key): an Avro key from its schema in
+        the registry, else a JSON one (a connector whose ``key.converter`` is JsonConverter); empty for no key
+        or one that is neither."""
+        key_id = wire_schema_id(key) if key else None
+        if key_id is None:
+            return json_key_columns(key)
+        if key_id not in self._key_columns:
+            text, _ = self._fetch(key_id)
+            unescape = unescape_name if self.unescape_names else None
+            self._key_columns[key_id] = NO_KEY if text is None else avro_key_columns(text, unescape)
+        return self._key_columns[key_id]
 
     def _fetch(self, schema_id: int) -> tuple[str | None, str]:
         """The schema's text, or None and why there is none."""

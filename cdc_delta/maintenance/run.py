@@ -17,7 +17,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
 from cdc_delta.changelog.table import landings
-from cdc_delta.changelog.table_index import discovered
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.commits import merged_through
 from cdc_delta.delta.snapshot_log import published_all
@@ -139,7 +139,7 @@ def run_maintenance(
             spark,
             m.concurrency,
             lambda session, table: maintain_table(session, config, table, now, history.get(table.name, []), watermarks),
-            config.all_tables(discovered(spark, config)),
+            indexed(spark, config).all_tables(),
             setup=lambda session: commands.configure_session(session, m),
         )
         # Only what every table has merged may go: a table not created yet holds nothing.

@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 from cdc_delta import columns as C
 from cdc_delta.changelog.pending import LANDED_AT, Truncate
 from cdc_delta.changelog.table import LAND_SEQ
-from cdc_delta.config import AppConfig
+from cdc_delta.changelog.table_index import indexed
+from cdc_delta.config import AppConfig, KeyNotKnown, TableConfig
 from cdc_delta.decode.decoded import field, is_row_event
 from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through
 from cdc_delta.delta.hold import stream_hold, wait_while_held
@@ -91,6 +92,15 @@ class TableApplier:
         self._manifest = config.live_tables.enabled
         self._registry = TableRegistry(spark, registry_path(config))
 
+    def table(self, spark: SparkSession, name: str) -> TableConfig:
+        """The table named ``name``; the table index is read again for a table made since this applier
+        last read it (whose key comes from Debezium's record key, which the index keeps)."""
+        try:
+            return self.config.table(name)
+        except KeyNotKnown:
+            self.config = indexed(spark, self.config)
+            return self.config.table(name)
+
     def stopped_tables(self) -> dict[str, str]:
         """The tables stopped in this process, with why."""
         return dict(self._stopped)
@@ -98,7 +108,7 @@ class TableApplier:
     def merged_position(self, spark: SparkSession, name: str) -> int:
         """The newest landing the table holds (-1: none, or no table yet)."""
         if name not in self._merged:
-            path = self.config.storage.table_path(self.config.table(name))
+            path = self.config.table_path(name)
             state = self._states.get(path) or self._read_state(spark, name, path)
             self._states[path] = state
             if state.stopped:
@@ -110,7 +120,7 @@ class TableApplier:
         """Follow the table's schema and MERGE its pending changes, in ``spark`` (a session of the
         table's own while tables are merged concurrently). A table that fails, whatever the error,
         stops alone; only a failure of the process fails the round."""
-        path = self.config.storage.table_path(self.config.table(work.name))
+        path = self.config.table_path(work.name)
         try:
             return self._write_table(batch, work, path, spark)
         except Exception as exc:  # noqa: BLE001 (one table's failure, whatever it is, is that table's)
@@ -217,7 +227,7 @@ class TableApplier:
     ) -> MergeResult:
         """MERGE the table's changes past ``position``: one commit, or one per segment where truncates
         split them (:func:`~.truncates.segments`), each recording the landing it holds up to."""
-        table = self.config.table(work.name)
+        table = self.table(spark, work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
         results = []

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.pending import changes, table_summaries
 from cdc_delta.changelog.table import changelog_path, deleted_through, landings, schemas_path
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import KnownTable, TableRegistry, registry_path
 from cdc_delta.exceptions import CdcDeltaError
@@ -68,6 +69,7 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
     old table's state would stop the table as replaced under it (`cdc-delta resume-table` then accepts
     the rebuilt one)."""
     started = time.monotonic()
+    config = indexed(spark, config)
     table = config.table(name)
     path = config.storage.table_path(table)
     gone = deleted_through(spark, config).get(name, -1)

@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 
 def resume_table(spark: SparkSession, config: AppConfig, name: str) -> list[str]:
     """Resume table ``name``; returns what was done, one line each (empty: it was not stopped)."""
-    path = config.storage.table_path(config.table(name))
+    path = config.table_path(name)
     state = table_state(spark, path)
     registry = TableRegistry(spark, registry_path(config))
     known = registry.get(name)

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.changelog.table import landings
-from cdc_delta.changelog.table_index import discovered
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.snapshot_log import ensure_log, published_all, record
 from cdc_delta.delta.workers import each_table
@@ -300,7 +300,7 @@ def run_snapshot(
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
     with exclusive_lock(lock_path(config, "snapshot"), what="snapshot"):
         readiness = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
-        published, left = config.apart(config.snapshot_tables(discovered(spark, config)))
+        published, left = config.apart(indexed(spark, config).snapshot_tables())
         for name, sharing in left.items():
             logger.warning(
                 "%s: not published: %s.%s would also be the Hive name of %s. List the one to publish under "

@@ -24,7 +24,7 @@ from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
-from cdc_delta.stream.claims import apply_claims, dead_records
+from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
@@ -62,7 +62,7 @@ class BatchProcessor:
         t0 = time.monotonic()
         decoding = self._decode(batch)
         try:
-            stats = collect_stats(decoding.frame)
+            stats = collect_stats(decoding.frame, key_samples=self.config.keys_from_records)
             if not stats.rows_in:
                 return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=self._merge_round())
             record = StreamCommit(
@@ -75,7 +75,7 @@ class BatchProcessor:
             )
             if self._changelog is None:
                 self._changelog = Changelog(batch.sparkSession, self.config, self.epoch)
-            claims = self._changelog.claim(stats.origins)
+            claims = self._changelog.claim(stats.origins, record_keys(self.config, stats, self._decode.key_columns))
             decoding, stats = apply_claims(decoding, stats, claims)
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(

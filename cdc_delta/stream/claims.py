@@ -5,15 +5,30 @@ replay of dead letters alike."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cdc_delta.changelog.table_index import Claims
+from cdc_delta.changelog.table_index import Claims, RecordKeys
+from cdc_delta.config import AppConfig
 from cdc_delta.decode.batch import DecodedBatch
 from cdc_delta.decode.decoded import DECODED, field, is_dead
 from cdc_delta.events.envelope import DEAD, OK
 from cdc_delta.stream.stats import BatchStats, collect_stats
+
+KeyColumns = Callable[[bytes | None], tuple[str, ...]]
+"""The columns a record key names (the decoder's ``key_columns``)."""
+
+
+def record_keys(config: AppConfig, stats: BatchStats, key_columns: KeyColumns) -> RecordKeys:
+    """Per (table, topic) of a table that takes its key from the records, the key columns its sampled
+    records name (:attr:`~.stats.BatchStats.key_samples`), for :func:`~cdc_delta.changelog.table_index.claim`."""
+    return {
+        (table, topic): {key_columns(s) for s in samples}
+        for (table, topic), samples in stats.key_samples.items()
+        if config.key_from_records(table)
+    }
 
 
 def apply_claims(decoding: DecodedBatch, stats: BatchStats, claims: Claims) -> tuple[DecodedBatch, BatchStats]:

@@ -32,7 +32,7 @@ from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import RoundResult, table_work
-from cdc_delta.stream.claims import apply_claims, dead_records
+from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
@@ -52,7 +52,7 @@ def replay_dead_letters(
     if not DeltaTable.isDeltaTable(spark, path):
         raise CdcDeltaError(f"there are no dead letters at {path}")
     if table is not None:
-        config.table(table)  # a clear error for an unknown table name
+        config.entry(table)  # a clear error for an unknown table name
     letters = spark.read.format("delta").load(path)
     if REPLAYED_AT in letters.columns:  # those an earlier replay applied (or dead-lettered again) are done
         letters = letters.where(F.col(REPLAYED_AT).isNull())
@@ -69,10 +69,12 @@ def replay_dead_letters(
     t0 = time.monotonic()
     # Above every earlier replay's: each replay is a transaction version of its own for every table.
     number = int(started.timestamp() * 1000)
-    decoding = decoder_for(replay, decode_plan(replay))(records)
+    decoder = decoder_for(replay, decode_plan(replay))
+    decoding = decoder(records)
     try:
-        stats = collect_stats(decoding.frame)
-        claims = table_index.claim(config, table_index.discovered(spark, config), stats.origins)
+        stats = collect_stats(decoding.frame, key_samples=config.keys_from_records)
+        keys = record_keys(config, stats, decoder.key_columns)
+        claims = table_index.claim(config, table_index.discovered(spark, config), stats.origins, keys)
         decoding, stats = apply_claims(decoding, stats, claims)
         if claims.new:  # before the tables are created: every job lists them from the index
             table_index.record(spark, config, claims.new, number, started)

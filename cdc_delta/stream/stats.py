@@ -35,14 +35,19 @@ class BatchStats:
     descriptors: dict[str, dict[str, Seq]] = dc_field(default_factory=lambda: defaultdict(dict))
     """Per table, its row events' distinct ``schema_json`` and the earliest event of each."""
     truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
+    key_samples: dict[tuple[str, str], set[bytes | None]] = dc_field(default_factory=lambda: defaultdict(set))
+    """Per (table, topic), Kafka keys of its row events (where asked for, :func:`collect_stats`): of each
+    partition and column descriptor, the first record's and the last's."""
 
     @property
     def max_source_ts_ms(self) -> int | None:
         return max(self.max_ts_by_table.values(), default=None)
 
 
-def collect_stats(decoded: DataFrame) -> BatchStats:
-    """Counts, offsets, schema descriptors and truncate markers of a batch, in one small Spark job."""
+def collect_stats(decoded: DataFrame, key_samples: bool = False) -> BatchStats:
+    """Counts, offsets, schema descriptors and truncate markers of a batch, in one small Spark job; and
+    samples of the record keys (``key_samples``), where a table's key is read from them."""
+    sampled = [F.min_by("key", "offset"), F.max_by("key", "offset")] if key_samples else [F.lit(None)] * 2
     truncate = F.when(is_truncate(), F.struct(field("source_db"), field("source_table"), field("seq")))
     rows = (
         decoded.groupBy(
@@ -62,6 +67,8 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
             F.max(field("source_ts_ms")).alias("max_ts"),
             F.min(field("seq")).alias("min_seq"),
             F.collect_set(truncate).alias("truncates"),
+            sampled[0].alias("first_key"),
+            sampled[1].alias("last_key"),
         )
         .collect()
     )
@@ -83,9 +90,15 @@ def collect_stats(decoded: DataFrame) -> BatchStats:
             stats.events_by_table[table] += r["n"]
             stats.origins[table].add(Origin(r["topic"], r["source_db"], r["source_table"], r["truncate"]))
             if r["descriptor"] is not None:
+                if key_samples:
+                    stats.key_samples[(table, r["topic"])] |= {_bytes(r["first_key"]), _bytes(r["last_key"])}
                 earliest, known = Seq(*r["min_seq"]), stats.descriptors[table]
                 known[r["descriptor"]] = min(known.get(r["descriptor"], earliest), earliest)
             stats.truncates[table] += [(t[0], t[1], Seq(*t[2])) for t in r["truncates"]]
             if r["max_ts"] is not None:
                 stats.max_ts_by_table[table] = max(stats.max_ts_by_table.get(table, 0), r["max_ts"])
     return stats
+
+
+def _bytes(key: bytearray | None) -> bytes | None:
+    return None if key is None else bytes(key)

@@ -15,7 +15,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
 
-from cdc_delta.changelog.table_index import discovered
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.columns import quote
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import MetastoreUnavailable
@@ -91,7 +91,7 @@ def register_delta_tables(spark: SparkSession, config: AppConfig) -> list[str]:
     """Make every existing replicated table queryable as ``db.table`` in this session's catalog;
     returns their names."""
     names = []
-    for table in config.all_tables(discovered(spark, config)):
+    for table in indexed(spark, config).all_tables():
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue

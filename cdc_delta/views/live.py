@@ -133,8 +133,9 @@ def register_live_views(spark: SparkSession, config: AppConfig, tables: Iterable
             )
     database = spark.conf.get("spark.sql.globalTempDatabase")
     made = []
+    by_name = {t.name: t for t in wanted}
     for name, rows in live_rows(spark, config, wanted).items():
-        view, view_all = live_view_names(config.table(name))
+        view, view_all = live_view_names(by_name[name])
         rows.createOrReplaceGlobalTempView(view_all)
         rows.where(~F.col(C.DELETED)).createOrReplaceGlobalTempView(view)
         made += [f"{database}.{view}", f"{database}.{view_all}"]

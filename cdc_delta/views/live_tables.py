@@ -21,7 +21,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from cdc_delta.changelog.table_index import discovered
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
@@ -78,7 +78,8 @@ def live_table(config: AppConfig, table: TableConfig, schema: StructType, manife
 def live_tables(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     """The Hive table and view of every replicated table that has a Delta table yet."""
     out = []
-    for table in _named_apart(config, config.all_tables(discovered(spark, config))):
+    config = indexed(spark, config)
+    for table in _named_apart(config, config.all_tables()):
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             logger.info("%s: no Delta table yet at %s, no live table", table.name, path)
@@ -109,7 +110,7 @@ def register(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     ensure_database(spark, config.live_tables.database)
     done = []
     for live in live_tables(spark, config):
-        path = config.storage.table_path(config.table(live.table))
+        path = config.table_path(live.table)
         delta = DeltaTable.forPath(spark, path)
         detail = delta.detail().select("properties").first()
         properties: dict[str, str] = (detail["properties"] if detail else None) or {}

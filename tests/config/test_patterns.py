@@ -20,6 +20,11 @@ def config(*tables: dict[str, Any], **extra: Any):
     return parse_config({"app_id": "p", "storage": {"root": "/lake"}, "tables": list(tables), **extra})
 
 
+def known(c: Any, *names: str) -> Any:
+    """``c`` knowing ``names`` as the table index would (keys named by their entries)."""
+    return c.knowing({name: () for name in names})
+
+
 def refusal(*tables: dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as info:
         config(*tables)
@@ -37,9 +42,10 @@ def test_a_made_table_has_its_entrys_key_and_settings_and_a_path_from_its_name()
 
 def test_every_table_is_the_listed_ones_then_those_the_index_found() -> None:
     c = config(SHOP, LISTED)
-    names = [t.name for t in c.all_tables(["shop.items", "shop.orders", "shop.carts", "nowhere"])]
+    assert [t.name for t in c.all_tables()] == ["shop.orders"]  # before the index is read
+    names = [t.name for t in known(c, "shop.items", "shop.orders", "shop.carts", "nowhere").all_tables()]
     assert names == ["shop.orders", "shop.carts", "shop.items"]  # a name no entry makes is left out
-    assert [t.name for t in c.snapshot_tables(["shop.items"])] == ["shop.orders", "shop.items"]
+    assert [t.name for t in known(c, "shop.items").snapshot_tables()] == ["shop.orders", "shop.items"]
 
 
 def test_an_unknown_name_lists_the_pattern_entries() -> None:
@@ -91,7 +97,7 @@ def test_made_tables_that_would_share_a_hive_name_get_no_live_table(caplog: pyte
     from cdc_delta.views.live_tables import _named_apart
 
     c = config({"name": "crm.items", "topics": ["srv.crm.items"], "key": ["id"]}, ANY)
-    tables = c.all_tables(["shop.items", "erp.items", "shop.carts"])
+    tables = known(c, "shop.items", "erp.items", "shop.carts").all_tables()
     assert [t.name for t in _named_apart(c, tables)] == ["crm.items", "shop.carts"]
     why = "shop.items: no live table: cdc_live.items would also be the Hive name of crm.items, erp.items"
     assert why in caplog.text
@@ -133,3 +139,87 @@ def test_discover_says_what_each_topic_becomes() -> None:
     assert summary(list(plans.values())) == (
         "discover: 6 topics: 2 tables (1 made by pattern entries), 2 topics to the dead letters, 2 without a table"
     )
+
+
+KEYLESS: dict[str, Any] = {"name": "{db}.{table}", "topic_pattern": r"srv\.[^.]+\.[^.]+"}
+
+
+def test_an_entry_without_a_key_takes_each_tables_key_from_the_index() -> None:
+    from cdc_delta.config import KeyNotKnown
+
+    c = config(LISTED, KEYLESS)
+    with pytest.raises(KeyNotKnown, match=r"the key of table 'shop.items' is not known here: pattern entry"):
+        c.table("shop.items")
+    assert c.entry("shop.items").name == "{db}.{table}"  # its entry and path are known from the name alone
+    assert c.table_path("shop.items") == "/lake/shop/items"
+    k = c.knowing({"shop.items": ("sku", "store")})
+    assert k.table("shop.items").key == ["sku", "store"]
+    assert [(t.name, t.key) for t in k.all_tables()] == [
+        ("shop.orders", ["order_id"]),
+        ("shop.items", ["sku", "store"]),
+    ]
+    assert k.model_copy(update={"app_id": "q"}).table("shop.items").key == ["sku", "store"]  # kept by copies
+    with pytest.raises(KeyNotKnown, match="was made while pattern entry '{db}.{table}' named its key"):
+        c.knowing({"shop.items": ()}).table("shop.items")  # the index of an entry that named it before
+    with pytest.raises(ConfigError, match=r"tables\[a\]\.key: key must name at least one primary-key column"):
+        config({"name": "a", "topics": ["t"]})  # a listed table still names its key
+
+
+def test_a_new_tables_key_is_the_one_its_records_name_and_a_change_or_none_is_refused() -> None:
+    from cdc_delta.changelog.table_index import Made, Origin, claim
+
+    c = config(KEYLESS)
+    items = Origin("srv.shop.items", "shop", "items", truncate=False)
+    logs = Origin("srv.shop.logs", "shop", "logs", truncate=False)
+    keys = {("shop.items", "srv.shop.items"): {("sku", "store")}, ("shop.logs", "srv.shop.logs"): {()}}
+    first = claim(c, {}, {"shop.items": {items}, "shop.logs": {logs}}, keys)
+    assert first.new == {"shop.items": Made("srv.shop.items", "shop", "items", ("sku", "store"))}
+    assert set(first.refused) == {("shop.logs", "srv.shop.logs")}
+    assert (
+        "table 'shop.logs' (topic 'srv.shop.logs') has none: its records have no key"
+        in first.refused[("shop.logs", "srv.shop.logs")]
+    )
+
+    same = claim(c, first.new, {"shop.items": {items}}, {("shop.items", "srv.shop.items"): {("sku", "store")}})
+    assert (same.new, same.refused) == ({}, {})
+    changed = claim(
+        c, first.new, {"shop.items": {items}}, {("shop.items", "srv.shop.items"): {("sku", "store"), ("id",)}}
+    )
+    why = changed.refused[("shop.items", "srv.shop.items")]
+    assert (
+        "has key ['sku', 'store'] (its primary key when it was found), but records of topic 'srv.shop.items' "
+        "now have key ['id']" in why
+    )
+    mixed = claim(c, {}, {"shop.items": {items}}, {("shop.items", "srv.shop.items"): {("a",), ("b",)}})
+    assert "its records' keys name different columns (['a'], ['b'])" in mixed.refused[("shop.items", "srv.shop.items")]
+    assert claim(c, {}, {"shop.items": {items}}).new == {
+        "shop.items": Made("srv.shop.items", "shop", "items")
+    }  # not judged
+    keyed = config({**KEYLESS, "key": ["id"]})  # an entry with a key takes no key from the records
+    assert claim(keyed, {}, {"shop.logs": {logs}}, keys).new == {"shop.logs": Made("srv.shop.logs", "shop", "logs")}
+
+
+def test_check_config_and_discover_say_where_a_key_comes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cdc_delta.changelog.table_index import Made
+    from cdc_delta.check.topics import plan_topics
+
+    path = tmp_path / "cdc.yaml"
+    path.write_text(
+        "app_id: p\nstorage: {root: /lake}\ntables:\n  - {name: '{db}.{table}', topic_pattern: 'srv\\..+'}\n"
+    )
+    assert main(["check-config", "--config", str(path)]) == 0
+    assert (
+        "{db}.{table}: key from each table's records (Debezium's record key) -> /lake/{db}/{table}"
+        in capsys.readouterr().out
+    )
+    plans = plan_topics(
+        config(KEYLESS),
+        ["srv.shop.items", "srv.shop.new"],
+        {"shop.items": Made("srv.shop.items", "shop", "items", ("sku",))},
+    )
+    assert [p.line() for p in plans] == [
+        "srv.shop.items -> shop.items (made by '{db}.{table}', key ['sku'])",
+        "srv.shop.new -> shop.new (made by '{db}.{table}', key from its records (Debezium's record key))",
+    ]

@@ -95,3 +95,18 @@ def test_a_schema_that_is_not_an_envelope_is_refused_once(
         reason = client.read([bad])[bad]
         assert reason.startswith("not a Debezium envelope schema: Avro union")
     assert registry.asked == [bad]
+
+
+def test_a_records_key_columns_come_from_its_avro_key_schema_once_per_id(
+    registry: StandInRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = {"type": "record", "name": "Key", "namespace": "x.db.t", "fields": [{"name": "a_u005fb", "type": "int"}]}
+    key_id = registry.register("x.db.t-key", json.dumps(key))
+    client = schemas(registry, monkeypatch, "s3cret-pw")
+    wire = b"\x00" + key_id.to_bytes(4, "big") + b"\x02"
+    assert client.key_columns(wire) == client.key_columns(wire) == ("a_u005fb",)
+    assert registry.asked == [key_id]  # once
+    unescaping = AvroSchemas(client.http.config, unescape_names=True)
+    assert unescaping.key_columns(wire) == ("a_b",)
+    assert client.key_columns(b'{"id": 1}') == ("id",)  # a JSON key beside Avro values
+    assert client.key_columns(None) == client.key_columns(b"\x00\x00\x00\x03\x09") == ()  # none; unknown id

@@ -68,7 +68,7 @@ class Pipeline:
         plain = [LakeTable(f"{db}.{t}", ((db, t),)) for t in ("wide", "plain", "items", "temp", "odd", "marker")]
         return [
             *plain,
-            LakeTable(f"{db}_archive.items", ((f"{db}_archive", "items"),)),
+            LakeTable(f"{db}_archive.items", ((f"{db}_archive", "items"),), key=("id", "label")),
             LakeTable(f"{db}.orders", ((f"{db}_s0", "orders_000"), (f"{db}_s1", "orders_001")), sharded=True),
         ]
 
@@ -134,13 +134,13 @@ class Pipeline:
 
     def write_config(self, time_zone: str = "UTC") -> Path:
         """The shards fold into a listed table; every other table comes from one pattern entry, named from
-        its source database and table (``{db}.{table}``) as Debezium reports them."""
+        its source database and table (``{db}.{table}``) as Debezium reports them, its key the one
+        Debezium's record key names (the table's primary key: ``id``, or ``(id, label)``)."""
         sharded = next(t for t in self.tables() if t.sharded)
         tables: list[dict[str, Any]] = [
             {
                 "name": "{db}.{table}",
                 "topic_pattern": rf"{self.prefix}\.{self.db}(_archive)?\.[^.]+",
-                "key": ["id"],
             },
             {
                 "name": sharded.name,
@@ -151,7 +151,6 @@ class Pipeline:
                 "key_includes_source": True,
             },
         ]
-        assert all(t.key == ("id",) for t in self.tables() if not t.sharded)
         data = {
             "app_id": f"e2e-{self.db}",
             "kafka": {
@@ -191,8 +190,7 @@ class Pipeline:
 
     def live_rows(self, spark: SparkSession, config_path: Path, table: LakeTable) -> DataFrame | None:
         """The Delta table's live rows; None when the stream has not created the table (yet)."""
-        config = load_config(config_path, env={})
-        path = config.storage.table_path(config.table(table.name))
+        path = load_config(config_path, env={}).table_path(table.name)
         if not DeltaTable.isDeltaTable(spark, path):
             return None
         df = spark.read.format("delta").load(path)
@@ -201,8 +199,7 @@ class Pipeline:
         return df.where(~F.col(C.DELETED)).select(*business, *shard)
 
     def deleted_keys(self, spark: SparkSession, config_path: Path, table: LakeTable) -> set[tuple[Any, ...]]:
-        config = load_config(config_path, env={})
-        df = spark.read.format("delta").load(config.storage.table_path(config.table(table.name)))
+        df = spark.read.format("delta").load(load_config(config_path, env={}).table_path(table.name))
         return {tuple(r) for r in df.where(F.col(C.DELETED)).select(*table.lake_key).collect()}
 
 

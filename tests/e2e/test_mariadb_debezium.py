@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta.changelog.status import pending_changes
+from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import load_config
 from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
 from cdc_delta.snapshot import hive_publish
@@ -41,7 +42,7 @@ def assert_lake_equals_source(spark: SparkSession, pipe: Pipeline, config: Path,
         if not comparison.equal:
             problems.append(comparison.describe())
     assert not problems, f"after {after}, the lake differs from MariaDB:\n" + "\n".join(problems)
-    cfg = load_config(config, env={})
+    cfg = indexed(spark, load_config(config, env={}))
     assert not DeltaTable.isDeltaTable(spark, cfg.storage.dead_letters), "something was dead-lettered"
     odd = cfg.table(f"{pipe.db}.odd")
     properties = DeltaTable.forPath(spark, cfg.storage.table_path(odd)).detail().first()["properties"]
@@ -98,7 +99,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     pipe.client().pause(pipe.connector)
     time.sleep(3)
     assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
-    cfg = load_config(config, env={})
+    cfg = indexed(spark, load_config(config, env={}))
     day = dt.datetime.now(zoneinfo.ZoneInfo(zone)).date()
     after_midnight = cutoff_for(day, zone) + dt.timedelta(hours=1)
     report = run_snapshot(spark, cfg, day, kafka_positions_of(cfg), clock=lambda: after_midnight)

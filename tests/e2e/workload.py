@@ -67,7 +67,7 @@ def setup_sql(db: str) -> list[str]:
         " updated_at DATETIME(3), note TEXT)",
         f"INSERT INTO {db}.plain VALUES {plain_rows}",
         f"CREATE TABLE {db}.items (id INT PRIMARY KEY, label VARCHAR(20), qty INT)",
-        f"CREATE TABLE {db}_archive.items (id INT PRIMARY KEY, label VARCHAR(20), qty INT)",
+        f"CREATE TABLE {db}_archive.items (id INT, label VARCHAR(20), qty INT, PRIMARY KEY (id, label))",
         f"INSERT INTO {db}.items VALUES (1, 'live 1', 1), (2, 'live 2', 2), (3, 'live 3', 3)",
         f"INSERT INTO {db}_archive.items VALUES (1, 'archived 1', 10), (2, 'archived 2', 20)",
         f"CREATE TABLE {db}_s0.orders_000 ({shard})",
@@ -141,6 +141,7 @@ def deleted_keys(db: str) -> Expected:
             f"{db}.plain": {(11,), (12,), (13,), (14,), (15,), (16,), (17,)},
             f"{db}.wide": {(2,), (3,)},
             f"{db}.temp": {(1,), (2,)},
+            f"{db}_archive.items": {(2, "archived 2")},  # its label is part of its primary key
             f"{db}.orders": {(f"{db}_s1", "orders_001", 3)} | {(f"{db}_s0", "orders_000", i) for i in range(2, 11)},
         }
     )

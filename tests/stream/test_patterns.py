@@ -16,7 +16,7 @@ import pytest
 
 from cdc_delta.changelog.status import with_pending
 from cdc_delta.changelog.table import tables_path
-from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark
+from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark, knowing
 from cdc_delta.check.topics import NO_TABLE
 from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
@@ -31,6 +31,8 @@ from tests.delta_rows import landings_per_commit
 pytestmark = pytest.mark.spark
 
 PATTERN = {"name": "{db}.{table}", "topic_pattern": r"dbserver1\.(db\d+)\.t\d+", "key": ["id"]}
+KEYLESS = {k: v for k, v in PATTERN.items() if k != "key"}
+"""Each table's key from its records' Kafka key."""
 
 
 def records(generator: ChangeGenerator, count: int) -> list[tuple[Any, ...]]:
@@ -67,7 +69,7 @@ def test_one_pattern_entry_replicates_every_table_and_a_listed_one_overrides_it(
     assert found == made  # the listed table is not in the index; the replay added nothing
     assert spark.read.format("delta").load(tables_path(config)).count() == len(made)
     assert discovered_without_spark(config) == made
-    assert [t.name for t in config.all_tables(found)] == ["db0.t00", *sorted(made)]
+    assert [t.name for t in knowing(config, found).all_tables()] == ["db0.t00", *sorted(made)]
     for table in tables:
         name = f"{table.db}.{table.table}"
         path = config.storage.table_path(config.table(name))
@@ -121,7 +123,7 @@ def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spar
     generator = ChangeGenerator(tables, seed=3)
     root = tempfile.mkdtemp(prefix="cdc-200-")
     try:
-        config = parse_config({"app_id": "wide", "storage": {"root": root}, "tables": [PATTERN]})
+        config = parse_config({"app_id": "wide", "storage": {"root": root}, "tables": [KEYLESS]})
         landings: list[Any] = []
         batch = records(generator, 1_500)
         result = BatchProcessor(config, on_landing=landings.append).process(kafka_frame(spark, batch), 0)
@@ -131,12 +133,60 @@ def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spar
         assert len(sent) == 200
 
         found = discovered_without_spark(config)
-        assert found == {f"{t.db}.{t.table}": Made(topic_of(t), t.db, t.table) for t in tables}
-        status = with_pending(config, table_status(config, config.all_tables(found)))
+        assert found == {f"{t.db}.{t.table}": Made(topic_of(t), t.db, t.table, ("id",)) for t in tables}
+        status = with_pending(config, table_status(config, knowing(config, found).all_tables()))
         assert {s.table: s.pending for s in status} == dict(sent)
         assert all(s.rows is None and s.merged_seq is None for s in status)  # none merged yet
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_tables_key_is_its_records_key_and_a_table_without_one_or_a_changed_one_is_refused(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A pattern entry without ``key``: each table's key is the one its records' Kafka key names, kept in the
+    index; a table whose records have no key (no primary key) and rows whose key changed are dead letters."""
+    keyed, keyless = SourceTable("db1", "t01", ORDER_COLUMNS), SourceTable("db1", "t02", ORDER_COLUMNS)
+    generator = ChangeGenerator((keyed, keyless), seed=7)
+    config = parse_config(
+        {"app_id": "keys", "storage": {"root": str(tmp_path)}, "merge": {"max_delay_seconds": 0}, "tables": [KEYLESS]}
+    )
+    processor = BatchProcessor(config)
+
+    def without_keys(batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        return [(*r[:3], None, r[4]) if r[0] == topic_of(keyless) else r for r in batch]
+
+    first = without_keys(records(generator, 80))
+    after_first = dict(generator.rows[("db1", "t01")])
+    result = processor.process(kafka_frame(spark, first), 0)
+    theirs = sum(r[0] == topic_of(keyless) for r in first)
+    assert (result.dead_lettered, result.landed) == (theirs, len(first) - theirs), result.summary()
+    assert discovered(spark, config) == {"db1.t01": Made(topic_of(keyed), "db1", "t01", ("id",))}
+
+    # The source's primary key changed to (id, customer): its rows are refused, the table stays as it was.
+    second = [
+        (*r[:3], json.dumps({**json.loads(r[3]), "customer": "c"}).encode(), r[4]) if r[0] == topic_of(keyed) else r
+        for r in without_keys(records(generator, 40))
+    ]
+    result = processor.process(kafka_frame(spark, second), 1)
+    assert (result.dead_lettered, result.landed) == (len(second), 0), result.summary()
+
+    path = config.table_path("db1.t01")
+    rows = {r["id"]: r for r in spark.read.format("delta").load(path).collect()}
+    assert {k for k, r in rows.items() if not r["_cdc_deleted"]} == set(after_first)
+    assert all(rows[k]["amount"] == v["amount"] for k, v in after_first.items())
+    letters = spark.read.format("delta").load(config.storage.dead_letters)
+    reasons = {r["reason"] for r in letters.select("reason").distinct().collect()}
+    assert reasons == {
+        "pattern entry '{db}.{table}' takes each table's key from Debezium's record key, and table 'db1.t02' (topic "
+        "'dbserver1.db1.t02') has none: its records have no key (the source table has no primary key), or none in "
+        "JSON or Avro. List the table with its own entry and key, or set the connector's message.key.columns for it",
+        "table 'db1.t01' has key ['id'] (its primary key when it was found), but records of topic "
+        "'dbserver1.db1.t01' now have key ['id', 'customer']: its primary key changed. List the table with its own "
+        "entry and its new key, then replay these dead letters (rows merged under the old key stay as they are: "
+        "compare the table with cdc-delta check)",
+    }
+    assert letters.count() == theirs + len(second)
 
 
 def test_a_pattern_table_is_named_in_its_dead_letters_reason_when_its_name_is_not_a_name(
