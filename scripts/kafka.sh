@@ -11,6 +11,9 @@
 # log in with SCRAM-SHA-512 (credentials stored when the storage is formatted). KAFKA_TLS=1 makes the
 # listener TLS (SASL_SSL, or SSL without users) with a certificate for 127.0.0.1 and localhost signed by a
 # CA made at the first start: $KAFKA_DIR/tls/ca.pem is the CA clients check the broker against.
+# KAFKA_MTLS_PORT=N (with KAFKA_TLS=1) adds a TLS listener on N that requires a client certificate
+# signed by that CA; the certificate's CN is the principal (CN=cdc is User:cdc, under the same ACLs);
+# $KAFKA_DIR/tls/client-cdc.pem and client-cdc.key are such a certificate and its key.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-status}"
@@ -34,15 +37,20 @@ start() {
     tls_files
   fi
   local listener; listener="$(echo "$client" | tr '[:upper:]' '[:lower:]')"
+  local mtls="" mtls_map=""
+  if [[ -n "${KAFKA_MTLS_PORT:-}" ]]; then
+    [[ "${KAFKA_TLS:-0}" == 1 ]] || { echo "kafka: KAFKA_MTLS_PORT needs KAFKA_TLS=1" >&2; exit 2; }
+    mtls=",MTLS://127.0.0.1:$KAFKA_MTLS_PORT"; mtls_map=",MTLS:SSL"
+  fi
   cat > "$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$((port + 1))
-listeners=$client://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
-advertised.listeners=$client://127.0.0.1:$port
+listeners=$client://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))$mtls
+advertised.listeners=$client://127.0.0.1:$port$mtls
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=$client
-listener.security.protocol.map=$client:$client,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$client:$client,CONTROLLER:PLAINTEXT$mtls_map
 log.dirs=$dir/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -73,6 +81,12 @@ ssl.keystore.location=$dir/tls/broker-keystore.pem
 ssl.truststore.type=PEM
 ssl.truststore.location=$dir/tls/ca.pem
 ssl.endpoint.identification.algorithm=https
+PROPS
+  fi
+  if [[ -n "$mtls" ]]; then
+    cat >> "$dir/server.properties" <<PROPS
+listener.name.mtls.ssl.client.auth=required
+ssl.principal.mapping.rules=RULE:^CN=([^,]+)\$/\$1/,DEFAULT
 PROPS
   fi
   cat > "$dir/log4j.properties" <<PROPS
@@ -118,6 +132,10 @@ tls_files() {  # a CA and the broker's key and certificate (127.0.0.1, localhost
   # Kafka's PEM key store: the private key (PKCS#8, not encrypted) then the certificate chain.
   openssl pkcs8 -topk8 -nocrypt -in "$tls/broker.key" >"$tls/broker-keystore.pem"
   cat "$tls/broker.pem" "$tls/ca.pem" >>"$tls/broker-keystore.pem"
+  # A client certificate for the mTLS listener (CN=cdc: principal User:cdc); its key in PKCS#8, as Java reads it.
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=cdc" -keyout "$tls/client-cdc.key" -out "$tls/client-cdc.csr" 2>/dev/null
+  openssl x509 -req -in "$tls/client-cdc.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 3650 \
+    -out "$tls/client-cdc.pem" 2>/dev/null
   chmod 600 "$tls"/*.key "$tls/broker-keystore.pem"
 }
 

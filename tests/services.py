@@ -74,10 +74,18 @@ class NativeKafka:
     KAFKA_SASL_USERS)."""
     tls: bool = False
     """A TLS listener (SASL_SSL with users), its certificate signed by :attr:`ca_file` (KAFKA_TLS)."""
+    mtls_port: int | None = None
+    """A second TLS listener there that requires a client certificate (KAFKA_MTLS_PORT; needs ``tls``):
+    :attr:`client_certificate` is user cdc's."""
 
     @property
     def ca_file(self) -> Path:
         return self.folder / "tls" / "ca.pem"
+
+    @property
+    def client_certificate(self) -> tuple[Path, Path]:
+        """User cdc's certificate and key (PEM), signed by :attr:`ca_file`."""
+        return self.folder / "tls" / "client-cdc.pem", self.folder / "tls" / "client-cdc.key"
 
     @property
     def bootstrap(self) -> str:
@@ -89,6 +97,8 @@ class NativeKafka:
             env["KAFKA_SASL_USERS"] = self.sasl_users
         if self.tls:
             env["KAFKA_TLS"] = "1"
+        if self.mtls_port:
+            env["KAFKA_MTLS_PORT"] = str(self.mtls_port)
         subprocess.run([str(KAFKA_SCRIPT), command, str(self.port)], check=True, env=env, timeout=180)
 
     def start(self) -> None:

@@ -53,8 +53,12 @@ class _Client:
                     f"Kafka at {self.target.bootstrap} refused user {user} ({reason}): check "
                     "kafka.security.username and kafka.security.password_env (or password_file)"
                 )
-            if error.code() == KafkaError._SSL:
-                reason = error.str().split("SSL handshake failed: ", 1)[-1].split(" (after ")[0]
+            text = error.str()
+            refused_by_broker = error.code() == KafkaError._TRANSPORT and "SSL routines::" in text and " alert " in text
+            if error.code() == KafkaError._SSL or refused_by_broker:
+                # This side's check of the brokers failed (_SSL), or the brokers sent a TLS alert: a client
+                # certificate they require, missing or not signed by a CA they trust.
+                reason = text.split("SSL handshake failed: ", 1)[-1].split("SSL routines::", 1)[-1].split(" (after ")[0]
                 reason = reason.split(", verify that ssl.ca.location")[0]  # librdkafka's setting, not ours
                 return KafkaRefused(
                     f"Kafka at {self.target.bootstrap}: the TLS handshake failed ({reason}): check "

@@ -7,6 +7,7 @@ password is in nothing printed."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +26,10 @@ from confluent_kafka.admin import (
 
 from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES
-from cdc_delta.demo.generator import ChangeGenerator, topic_of
+from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
-from cdc_delta.kafka.client import Brokers
-from tests.services import NativeKafka, StreamProcess, cdc_delta, free_port_pair, write_config
+from cdc_delta.kafka.client import Brokers, spark_source_options
+from tests.services import NativeKafka, StreamProcess, cdc_delta, free_port_block, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -49,7 +50,9 @@ def sasl(broker: NativeKafka, user: str, password: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeKafka]:
     users = ",".join(f"{u}:{p}" for u, p in PASSWORDS.items())
-    kafka = NativeKafka(free_port_pair(), tmp_path_factory.mktemp("sasl-kafka"), sasl_users=users, tls=True)
+    port = free_port_block(3)  # the SASL_SSL listener, the controller, the mTLS listener
+    folder = tmp_path_factory.mktemp("sasl-kafka")
+    kafka = NativeKafka(port, folder, sasl_users=users, tls=True, mtls_port=port + 2)
     kafka.start()
     try:
         yield kafka
@@ -174,3 +177,49 @@ def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
     printed = status.stdout + status.stderr + refused.stdout + refused.stderr + stream.log.read_text()
     printed += untrusted.stdout + untrusted.stderr
     assert not any(password in printed for password in PASSWORDS.values())
+
+
+def test_a_client_certificate_serves_spark_and_librdkafka_where_the_brokers_require_one(
+    spark: Any, broker: NativeKafka, tmp_path: Path
+) -> None:
+    """mTLS: a listener that requires a client certificate (its CN the principal, User:cdc, under the same
+    ACLs). ``status`` (librdkafka) and Spark's Kafka source (Java's client, the PEM key store) read with
+    ``certificate_file``/``key_file``; without them the refusal is one line naming them."""
+    admin = Brokers(broker.bootstrap, sasl(broker, "admin", PASSWORDS["admin"]))
+    table = SourceTable("mtls", "items", ORDER_COLUMNS)
+    ensure_topics(admin, [topic_of(table, SERVER)], 1)
+    sent = list(ChangeGenerator((table,), seed=3, server=SERVER).changes(25))
+    produce(admin, iter(sent))
+    assert broker.mtls_port is not None
+    certificate, key = broker.client_certificate
+
+    def mtls_config(folder: Path, with_certificate: bool) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = write_config(folder, f"127.0.0.1:{broker.mtls_port}", SERVER)
+        data = yaml.safe_load(path.read_text())
+        data["kafka"].pop("topic_pattern")
+        data["kafka"]["topics"] = [topic_of(table, SERVER)]
+        data["tables"] = [{"name": "mtls.items", "topics": [topic_of(table, SERVER)], "key": ["id"]}]
+        data["kafka"]["security"] = {"protocol": "SSL", "ca_file": str(broker.ca_file)}
+        if with_certificate:
+            data["kafka"]["security"] |= {"certificate_file": str(certificate), "key_file": str(key)}
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    config = mtls_config(tmp_path / "mtls", with_certificate=True)
+    allow_cdc(admin, yaml.safe_load(config.read_text())["app_id"])
+    status = cdc_delta(config, "status", timeout=300)
+    assert status.returncode == 0, status.stderr[-2000:]
+    assert re.search(rf"^{re.escape(topic_of(table, SERVER))} +0 +{len(sent)} ", status.stdout, re.M), status.stdout
+
+    cfg = load_config(config, env={})
+    options = {"kafka.bootstrap.servers": cfg.kafka.bootstrap_servers, "subscribe": topic_of(table, SERVER)}
+    read = spark.read.format("kafka").options(**options, **spark_source_options(cfg.kafka.security)).load()
+    assert sorted(bytes(r["value"]) for r in read.select("value").collect()) == sorted(c.value for c in sent)
+
+    refused = cdc_delta(mtls_config(tmp_path / "no-certificate", with_certificate=False), "status", timeout=300)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(f"cdc-delta: error: Kafka at 127.0.0.1:{broker.mtls_port}") and line.endswith(
+        "certificate_file/key_file where the brokers ask for a client certificate"
+    ), line
