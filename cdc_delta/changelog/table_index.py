@@ -98,13 +98,18 @@ def _by_name(oldest_first: Any) -> dict[str, Made]:
     at the same time, is the first's)."""
     out: dict[str, Made] = {}
     for r in oldest_first:
-        out.setdefault(r[TABLE], Made(r["topic"], r["source_db"], r["source_table"], tuple(r.get(_KEY) or ())))
+        made, key = out.get(r[TABLE]), tuple(r.get(_KEY) or ())
+        if made is None:
+            out[r[TABLE]] = Made(r["topic"], r["source_db"], r["source_table"], key)
+        elif key and not made.key:  # the key a table made while its entry named one got later (:func:`claim`)
+            out[r[TABLE]] = made._replace(key=key)
     return out
 
 
 @dataclass
 class Claims:
-    """A batch's pattern tables: the new ones, and the (table, topic) pairs refused, with the reason."""
+    """A batch's pattern tables: the new ones (and those whose key is recorded now), and the (table, topic)
+    pairs refused, with the reason."""
 
     new: dict[str, Made] = field(default_factory=dict)
     refused: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -120,9 +125,10 @@ def claim(
     against the index (``known``). A new table belongs to the topic of its row events (of several in one
     batch, the first by name, so that a batch run again decides alike); other topics are refused. Where
     the entry has no key, ``keys`` holds the key columns the records of each (table, topic) name
-    (:func:`cdc_delta.events.record_keys.json_key_columns`): a new table takes them as its key, and rows
-    whose key names other columns than the table's, or none, are refused (``keys`` None: keys are not judged,
-    as where no record was read)."""
+    (:mod:`cdc_delta.events.record_keys`, JSON or Avro): a new table takes them as its key (and so does one
+    made while its entry named a key, recorded again with it), and the batch's rows of a (table, topic)
+    whose records name other columns than the table's key, or none, are refused, all of them (``keys``
+    None: keys are not judged, as where no record was read)."""
     judged = keys is not None
     keys = keys or {}
     claims = Claims()
@@ -137,13 +143,19 @@ def claim(
             key = () if entry.key else _one_key(keys.get((name, first.topic), set()))
             if not entry.key and not key and judged:
                 for origin in origins[name]:
-                    claims.refused[(name, origin.topic)] = _keyless(entry.name, name, first.topic, keys)
+                    claims.refused[(name, origin.topic)] = _keyless(entry.name, name, origin.topic, keys)
                 continue
             owner = claims.new[name] = Made(first.topic, first.source_db, first.source_table, key)
         if owner is None:
             continue  # only a truncate of a table never seen: nothing to mix it with
-        if not entry.key and judged and keys.get((name, owner.topic), set()) - {owner.key}:
-            claims.refused[(name, owner.topic)] = _key_changed(entry.name, name, owner, keys[(name, owner.topic)])
+        seen = keys.get((name, owner.topic), set())
+        if not entry.key and judged and not owner.key and name not in claims.new and seen:
+            if _one_key(seen):  # made while the entry named its key: its records name it now
+                owner = claims.new[name] = owner._replace(key=_one_key(seen))
+            else:
+                claims.refused[(name, owner.topic)] = _keyless(entry.name, name, owner.topic, keys)
+        elif not entry.key and judged and seen - {owner.key}:
+            claims.refused[(name, owner.topic)] = _key_changed(name, owner, seen)
         for origin in sorted(origins[name]):
             if origin.topic == owner.topic:
                 continue
@@ -176,12 +188,7 @@ def _keyless(entry: str, name: str, topic: str, keys: RecordKeys) -> str:
     )
 
 
-def _key_changed(entry: str, name: str, owner: Made, seen: set[tuple[str, ...]]) -> str:
-    if not owner.key:
-        return (
-            f"table {name!r} was found while pattern entry {entry!r} named its key, which the table index does not "
-            "keep: give the entry its key again, or list the table with its own entry and key"
-        )
+def _key_changed(name: str, owner: Made, seen: set[tuple[str, ...]]) -> str:
     now = sorted(list(k) for k in seen if k != owner.key)
     return (
         f"table {name!r} has key {list(owner.key)} (its primary key when it was found), but records of topic "

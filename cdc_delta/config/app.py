@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
@@ -21,6 +22,8 @@ from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
 from cdc_delta.events.routing import Owners
 from cdc_delta.exceptions import ConfigError
+
+logger = logging.getLogger(__name__)
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -199,7 +202,12 @@ class AppConfig(Frozen):
         :meth:`knowing`)."""
         listed = self.listed_tables
         names = {t.name for t in listed}
-        made = [self.pattern_table(n) for n in sorted(set(self._made) - names)]
+        made = []
+        for name in sorted(set(self._made) - names):
+            try:
+                made.append(self.pattern_table(name))
+            except KeyNotKnown as exc:
+                logger.warning("%s: left out for now: %s", name, exc)
         return listed + [t for t in made if t is not None]
 
     @model_validator(mode="after")
@@ -340,8 +348,8 @@ class AppConfig(Frozen):
             return None
         if not entry.key and name in self._made and not self._made[name]:
             raise KeyNotKnown(
-                f"table {name!r} was made while pattern entry {entry.name!r} named its key, which the table index "
-                "does not keep: give the entry its key again, or list the table with its own entry and key"
+                f"table {name!r} was made while pattern entry {entry.name!r} named its key, and its records have not "
+                "named it since: the stream records it with the table's next change (or give the entry its key again)"
             )
         if not entry.key and not self._made.get(name):
             raise KeyNotKnown(

@@ -87,8 +87,9 @@ class KafkaConfig(Frozen):
     value_format: Literal["json", "avro"] = "json"
     """Encoding of the record values: ``json``, Debezium's JsonConverter output (with or without
     schemas); ``avro``, Confluent's AvroConverter output (magic byte, schema id, Avro binary), its
-    schemas read from ``schema_registry``. Keys are not read (a row's key comes from its image), so
-    ``key.converter`` may be either."""
+    schemas read from ``schema_registry``. A row's key comes from its image; record keys are read only
+    where a pattern entry without ``key`` takes its tables' keys from them: JSON keys always, Avro keys
+    (through the registry) with ``avro``, so ``key.converter`` may be either there."""
     unescape_field_names: bool = False
     """Avro only: the connectors set ``field.name.adjustment.mode: avro_unicode``, so column names
     arrive with ``_uXXXX`` escapes; turn them back into the source's names. (With ``avro`` the

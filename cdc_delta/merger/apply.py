@@ -79,7 +79,8 @@ class TableResult:
 class TableApplier:
     """Applies tables' pending changes round after round, keeping what it learnt of each table (schema,
     stopped flag, the newest landing it holds) between rounds; thread-safe per table (the table workers
-    give each table to one thread)."""
+    give each table to one thread). :attr:`config` is replaced whole when the table index is read again
+    (:meth:`table`): a thread reads it once per lookup."""
 
     def __init__(self, spark: SparkSession, config: AppConfig) -> None:
         self.config = config
@@ -98,8 +99,8 @@ class TableApplier:
         try:
             return self.config.table(name)
         except KeyNotKnown:
-            self.config = indexed(spark, self.config)
-            return self.config.table(name)
+            known = self.config = indexed(spark, self.config)  # whole: another thread may read it meanwhile
+            return known.table(name)
 
     def stopped_tables(self) -> dict[str, str]:
         """The tables stopped in this process, with why."""
@@ -139,6 +140,7 @@ class TableApplier:
         if not state.exists and not work.descriptors:
             self._merged[work.name] = batch.through_seq
             return TableResult(work.name, work.events)  # only truncates of a table that holds nothing yet
+        self.table(spark, work.name)  # a key not known stops the table before anything is written
         plan = plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
         hold = stream_hold(self.config, work.name)
         if state.exists and hold is not None:  # maintenance may be holding writes so that it can commit

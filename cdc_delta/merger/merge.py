@@ -13,8 +13,10 @@ so merging the same landings again commits nothing.
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from delta.tables import DeltaMergeBuilder, DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -23,6 +25,7 @@ from pyspark.sql import functions as F
 from cdc_delta import columns as C
 from cdc_delta.delta.commits import Commit, delta_transaction
 from cdc_delta.delta.tables import current_version
+from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.truncates import Truncates, marked, same_source, seq_literal
 from cdc_delta.retry import retry_on_conflict
 
@@ -47,17 +50,30 @@ class MergeResult:
     """True when the table held these landings already: nothing was committed."""
 
 
-def _source_summary(rows: DataFrame, key: str, type_name: str) -> tuple[int, Column | None]:
-    """The source's row count, and ``t.key BETWEEN min AND max`` of it, which lets Delta skip files by
-    their statistics (None where the key's type has no useful order or the source is empty); one job,
-    which also fills ``rows``'s cache."""
+def _source_summary(rows: DataFrame, keys: Sequence[str], type_name: str, table_name: str) -> tuple[int, Column | None]:
+    """The source's row count, and ``t.key BETWEEN min AND max`` of its first key column, which lets Delta
+    skip files by their statistics (None where the key's type has no useful order or the source is empty);
+    one job, which also fills ``rows``'s cache. Rows with a null key column (a key that the record key names,
+    ``message.key.columns`` over a nullable column) would never match a row: :class:`NullKey` stops the table."""
+    key = keys[0]
     prunable = type_name in _PRUNABLE
     bounds = [F.min(C.quote(key)).alias("lo"), F.max(C.quote(key)).alias("hi")] if prunable else []
-    summary = rows.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
+    null_key = F.count(F.when(reduce(operator.or_, [F.col(C.quote(k)).isNull() for k in keys]), 1)).alias("nulls")
+    summary = rows.agg(F.count(F.lit(1)).alias("n"), null_key, *bounds).first()
     assert summary is not None
+    if summary["nulls"]:
+        raise NullKey(
+            f"{summary['nulls']} change(s) of table {table_name} have a null key column (key {list(keys)}): a key "
+            "must be NOT NULL at the source (a connector's message.key.columns may name a nullable column). Give the "
+            "table a key of NOT NULL columns (its own entry), then cdc-delta resume-table"
+        )
     if not prunable or summary["lo"] is None:
         return summary["n"], None
     return summary["n"], F.col(f"t.{C.quote(key)}").between(F.lit(summary["lo"]), F.lit(summary["hi"]))
+
+
+class NullKey(CdcDeltaError):
+    """Changes of a table with a null key column."""
 
 
 _CHANGE_SEQ = "_cdc_change_seq"
@@ -82,7 +98,7 @@ def merge_rows(
     condition = F.lit(True)
     for k in key:
         condition = condition & (F.col(f"t.{C.quote(k)}") == F.col(f"s.{C.quote(k)}"))
-    source_rows, pruning = _source_summary(rows, key[0], key_types.get(key[0], ""))
+    source_rows, pruning = _source_summary(rows, key, key_types.get(key[0], ""), table_name)
     if pruning is not None and not truncates:  # a truncate reaches rows outside the source's key range
         condition = pruning & condition
     newer = F.col(f"s.{C.SEQ}") > F.col(f"t.{C.SEQ}")

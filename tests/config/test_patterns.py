@@ -159,14 +159,16 @@ def test_an_entry_without_a_key_takes_each_tables_key_from_the_index() -> None:
         ("shop.items", ["sku", "store"]),
     ]
     assert k.model_copy(update={"app_id": "q"}).table("shop.items").key == ["sku", "store"]  # kept by copies
+    before = c.knowing({"shop.items": ()})  # the index of an entry that named keys before
     with pytest.raises(KeyNotKnown, match="was made while pattern entry '{db}.{table}' named its key"):
-        c.knowing({"shop.items": ()}).table("shop.items")  # the index of an entry that named it before
+        before.table("shop.items")
+    assert [t.name for t in before.all_tables()] == ["shop.orders"]  # left out, with a warning, until its key
     with pytest.raises(ConfigError, match=r"tables\[a\]\.key: key must name at least one primary-key column"):
         config({"name": "a", "topics": ["t"]})  # a listed table still names its key
 
 
 def test_a_new_tables_key_is_the_one_its_records_name_and_a_change_or_none_is_refused() -> None:
-    from cdc_delta.changelog.table_index import Made, Origin, claim
+    from cdc_delta.changelog.table_index import Made, Origin, _by_name, claim
 
     c = config(KEYLESS)
     items = Origin("srv.shop.items", "shop", "items", truncate=False)
@@ -195,6 +197,21 @@ def test_a_new_tables_key_is_the_one_its_records_name_and_a_change_or_none_is_re
     assert claim(c, {}, {"shop.items": {items}}).new == {
         "shop.items": Made("srv.shop.items", "shop", "items")
     }  # not judged
+    # A table made while the entry named its key takes its records' key once the entry has none.
+    old = {"shop.items": Made("srv.shop.items", "shop", "items")}
+    adopted = claim(c, old, {"shop.items": {items}}, {("shop.items", "srv.shop.items"): {("sku",)}})
+    assert (adopted.new, adopted.refused) == ({"shop.items": Made("srv.shop.items", "shop", "items", ("sku",))}, {})
+    rows = [
+        {"table": "shop.items", "topic": "srv.shop.items", "source_db": "shop", "source_table": "items"},
+        {
+            "table": "shop.items",
+            "topic": "srv.shop.items",
+            "source_db": "shop",
+            "source_table": "items",
+            "key": ["sku"],
+        },
+    ]
+    assert _by_name(rows) == adopted.new  # the index read: the first record, with the key recorded later
     keyed = config({**KEYLESS, "key": ["id"]})  # an entry with a key takes no key from the records
     assert claim(keyed, {}, {"shop.logs": {logs}}, keys).new == {"shop.logs": Made("srv.shop.logs", "shop", "logs")}
 

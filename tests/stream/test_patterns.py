@@ -16,7 +16,7 @@ import pytest
 
 from cdc_delta.changelog.status import with_pending
 from cdc_delta.changelog.table import tables_path
-from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark, knowing
+from cdc_delta.changelog.table_index import Made, discovered, discovered_without_spark, indexed, knowing
 from cdc_delta.check.topics import NO_TABLE
 from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
@@ -187,6 +187,27 @@ def test_a_tables_key_is_its_records_key_and_a_table_without_one_or_a_changed_on
         "compare the table with cdc-delta check)",
     }
     assert letters.count() == theirs + len(second)
+
+
+def test_an_index_from_before_keys_takes_them_when_the_entry_drops_its_key(spark: Any, tmp_path: Path) -> None:
+    """An index written before keys were recorded (no ``key`` column), tables made while the entry named
+    its key: once the entry has none, each table is left out of the listings until its next change, which
+    records the key its records name (the index gets the column)."""
+    table = SourceTable("db1", "t01", ORDER_COLUMNS)
+    generator = ChangeGenerator((table,), seed=9)
+    settings = {"app_id": "upg", "storage": {"root": str(tmp_path)}, "merge": {"max_delay_seconds": 0}}
+    keyed = parse_config({**settings, "tables": [PATTERN]})
+    BatchProcessor(keyed).process(kafka_frame(spark, records(generator, 30)), 0)
+    index = spark.read.format("delta").load(tables_path(keyed)).drop("key")
+    index.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(tables_path(keyed))
+
+    keyless = parse_config({**settings, "tables": [KEYLESS]})
+    assert indexed(spark, keyless).all_tables() == []  # its key is not known yet
+    result = BatchProcessor(keyless).process(kafka_frame(spark, records(generator, 30)), 1)
+    assert (result.dead_lettered, result.landed) == (0, 30), result.summary()
+    assert discovered(spark, keyless) == {"db1.t01": Made(topic_of(table), "db1", "t01", ("id",))}
+    rows = spark.read.format("delta").load(keyless.table_path("db1.t01")).where("NOT _cdc_deleted").collect()
+    assert {r["id"] for r in rows} == set(generator.rows[("db1", "t01")])
 
 
 def test_a_pattern_table_is_named_in_its_dead_letters_reason_when_its_name_is_not_a_name(
