@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import re
 import sys
 from typing import Any
@@ -181,7 +182,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    # Every password_env must be set here (a job fails only where it needs that password, later).
+    config = load_config(args.config, env=os.environ)
     for table in config.tables:
         made = f" (a table per source table of {_route(table)})" if table.is_pattern else ""
         key = table.key or "from each table's records (Debezium's record key)"

@@ -28,7 +28,10 @@ def test_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
         assert word in out
 
 
-def test_check_config_prints_resolved_paths(capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_config_prints_resolved_paths(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_PASSWORD", "pw")  # the example's source.password_env: check-config wants it set
     assert main(["check-config", "--config", EXAMPLE]) == 0
     out = capsys.readouterr().out
     assert f"shop.orders: key ['id'] -> {Path.cwd()}/var/lake/shop/orders" in out and "is valid" in out
@@ -245,7 +248,7 @@ def test_an_unexpected_failure_is_one_line_exit_1_and_its_trace_is_for_verbose(
     class JavaError(Exception):  # py4j's: its text names only the call, the JVM's exception holds the rest
         java_exception = "java.io.FileNotFoundException: s3a://b/t/part-0.parquet\n\tat org.apache.hadoop.X"
 
-    def broken(path: object) -> None:
+    def broken(path: object, **_: object) -> None:
         raise JavaError("An error occurred while calling o42.load")
 
     monkeypatch.setattr("cdc_delta.cli.stream.load_config", broken)

@@ -306,6 +306,25 @@ def test_a_password_env_that_is_not_set_is_refused_when_the_loader_is_given_the_
     parse_config({**GOOD, "source": {"password_env": "CDC_TEST_SOURCE_PW"}})  # no environment given: not checked
 
 
+def test_check_config_refuses_a_password_env_that_is_not_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cdc_delta.cli.main import main
+
+    path = tmp_path / "cdc.yaml"
+    path.write_text(
+        "app_id: x\nstorage: {root: /tmp/x}\ntables: [{name: a.b, topics: [t], key: [id]}]\n"
+        "source: {user: cdc, password_env: CDC_TEST_SOURCE_PW}\n"
+    )
+    monkeypatch.delenv("CDC_TEST_SOURCE_PW", raising=False)
+    assert main(["check-config", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "source.password_env names CDC_TEST_SOURCE_PW, which is not set in the environment" in err
+    monkeypatch.setenv("CDC_TEST_SOURCE_PW", "pw")
+    assert main(["check-config", "--config", str(path)]) == 0
+    assert "pw" not in capsys.readouterr().out.split()
+
+
 # --- 9. bootstrap servers --------------------------------------------------------------------------
 
 
