@@ -68,6 +68,29 @@ class KafkaSecurity(PasswordSource):
     def _absolute(cls, value: str | None) -> str | None:
         return absolute(value)
 
+    @field_validator("key_file")
+    @classmethod
+    def _pkcs8(cls, value: str | None) -> str | None:
+        """Spark's Kafka client (Java) reads a PEM key only in unencrypted PKCS#8 (librdkafka reads more):
+        a key in another form, where the file is here to read, is refused now rather than by the stream."""
+        head = _first_line(value)
+        if head is not None and head.startswith("-----BEGIN ") and head != "-----BEGIN PRIVATE KEY-----":
+            raise ValueError(
+                f"kafka.security.key_file {value} is not an unencrypted PKCS#8 key ({head.strip('-')}), the only PEM "
+                f"key Spark's Kafka client reads: convert it with openssl pkcs8 -topk8 -nocrypt -in {value} -out "
+                "<new file> and set key_file to that"
+            )
+        return value
+
+
+def _first_line(path: str | None) -> str | None:
+    """The first line of a local file, or None (no file here, or not readable)."""
+    try:
+        with open(path or "", encoding="ascii", errors="replace") as file:
+            return file.readline().strip()
+    except OSError:
+        return None
+
 
 class KafkaConfig(Frozen):
     """Where the change events come from."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from cdc_delta.config import parse_config
+from cdc_delta.config.kafka import KafkaSecurity
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.kafka.client import brokers, librdkafka_settings, spark_source_options
 
@@ -93,3 +95,18 @@ def test_an_incomplete_section_is_refused_saying_what_to_set(security: dict, ext
     with pytest.raises(ConfigError, match="kafka") as refused:
         kafka(security, **extra)
     assert says in str(refused.value), str(refused.value)
+
+
+def test_a_key_spark_cannot_read_is_refused_with_the_conversion(tmp_path: Path) -> None:
+    """Java's client reads unencrypted PKCS#8 PEM keys only (librdkafka reads PKCS#1 too)."""
+    rsa = tmp_path / "rsa.key"
+    rsa.write_text("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n")
+    pkcs8 = tmp_path / "pkcs8.key"
+    pkcs8.write_text("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+    security = {"protocol": "SSL", "certificate_file": str(tmp_path / "me.pem")}
+    with pytest.raises(
+        ValidationError, match=r"is not an unencrypted PKCS#8 key \(BEGIN RSA PRIVATE KEY\).*openssl pkcs8"
+    ):
+        KafkaSecurity(**security, key_file=str(rsa))
+    assert KafkaSecurity(**security, key_file=str(pkcs8)).key_file == str(pkcs8)
+    assert KafkaSecurity(**security, key_file=str(tmp_path / "not-here.key"))  # read where it is: not here
