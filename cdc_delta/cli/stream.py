@@ -203,6 +203,13 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         else f"at {m.min_events} pending changes or after {m.max_delay_seconds:g} s"
     )
     print(f"merges: each table {when}, {m.concurrency} at a time, {where}")
+    from cdc_delta.check.lake import lake_problems
+    from cdc_delta.exceptions import ConfigError
+
+    problems = lake_problems(config)
+    if problems:
+        header = f"invalid configuration in {args.config}, against the lake:"
+        raise ConfigError("\n".join([header, *(f"  - {p}" for p in problems)]))
     print(f"config {args.config} is valid")
     return _discover(config) if args.discover else 0
 
