@@ -70,6 +70,9 @@ class ImageSchema:
     """The ``schema_json`` the reference writes for events of this schema."""
     columns: tuple[tuple[str, Conversion], ...]
     """Per column of the image, how it is read and made canonical."""
+    shape: str = ""
+    """The image's field schemas as text: schemas of one shape (the tables of a sharded or a generated
+    estate, each with an envelope schema of its own) decode alike, by one set of expressions."""
 
 
 def read_schema(text: str | None) -> ImageSchema | None:
@@ -98,7 +101,7 @@ def _read_schema(text: str) -> ImageSchema | None:
             return None
         columns.append((name, convert))
     descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])
-    return ImageSchema(descriptor, tuple(columns))
+    return ImageSchema(descriptor, tuple(columns), json.dumps(list(after.values()), sort_keys=True))
 
 
 _HEAD_COLUMN = "_head"
@@ -372,14 +375,20 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
     )
     if not found.images:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    schemas = sorted(found.images.items())
-    which: Column | None = None
+    # One set of expressions per distinct (image shape, key), not per schema: the expressions' size, and
+    # with it the time Spark takes to plan and compile them every batch, grows with these.
+    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
+    images: list[tuple[ImageSchema, tuple[str, ...]]] = []
+    branches: list[Column] = []
     descriptors: list[Column] = []
-    for k, ((schema_id, name), schema) in enumerate(schemas):
-        branch = (F.col(SCHEMA_ID) == F.lit(schema_id)) & (table == F.lit(name))
-        which = F.when(branch, F.lit(k)) if which is None else which.when(branch, F.lit(k))
+    for (schema_id, name), schema in sorted(found.images.items()):
+        columns = plan.key(name)
+        k = shapes.setdefault((schema.shape, columns), len(images))
+        if k == len(images):
+            images.append((schema, columns))
+        branches += [F.lit(f"{schema_id}\u0000{name}"), F.lit(k)]
         descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
-    assert which is not None
+    which = F.element_at(F.create_map(*branches), F.concat_ws("\u0000", F.col(SCHEMA_ID).cast("string"), table))
     payload = F.col(ENV).getField("payload")
     text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
     routed = env.select(
@@ -396,12 +405,10 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         (_plain_source() & ~_lone_surrogate(text) & table.isNotNull()).alias("_plain"),
     )
     kept = [c for c in routed.columns if c != _TEXT]
-    parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (_, schema) in enumerate(schemas)])
-    canonical = parsed.select(
-        *kept, *[_canonical(k, schema, plan.key(name)) for k, ((_, name), schema) in enumerate(schemas)]
-    )
+    parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (schema, _) in enumerate(images)])
+    canonical = parsed.select(*kept, *[_canonical(k, schema, cols) for k, (schema, cols) in enumerate(images)])
     image: Column | None = None
-    for k, (_, schema) in enumerate(schemas):
+    for k, (schema, _) in enumerate(images):
         row_type = canonical.schema[f"_r{k}"].dataType["row"].dataType  # type: ignore[union-attr,index]
         value = F.struct(F.col(f"_r{k}").getField("ok").alias("ok"), _row_json(k, schema, row_type).alias("row_json"))
         image = F.when(F.col(_WHICH) == k, value) if image is None else image.when(F.col(_WHICH) == k, value)

@@ -217,3 +217,32 @@ def test_a_date_the_reference_reads_as_utc_midnight(spark: Any) -> None:
         ("srv.db.edge", 0, i, b"k", edge_value(i, day=(d - dt.date(1970, 1, 1)).days)) for i, d in enumerate(values)
     ]
     assert_same(decoded_both_ways(spark, records, plan_for(EDGE_PLAN)))
+
+
+def test_tables_of_one_shape_share_expressions_and_each_keeps_its_own_key(spark: Any) -> None:
+    """Tables whose images have one shape (shards, generated estates) are decoded by one set of
+    expressions; a table of that shape with another key is checked by its own key."""
+    from cdc_delta.decode.jvm import envelopes, probe
+    from cdc_delta.demo.batches import kafka_frame
+    from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, topic_of
+
+    same = [SourceTable("db", f"t{i}", ORDER_COLUMNS) for i in range(3)]
+    plain_status = tuple(Column("status", "string") if c.name == "status" else c for c in ORDER_COLUMNS)
+    other = SourceTable("db", "other", plain_status)  # another shape: status is no enum there
+    changes = list(ChangeGenerator((*same, other), seed=5).changes(60))
+    records: list[Record] = [(c.topic, 0, i, c.key, c.value) for i, c in enumerate(changes) if c.value]
+    for i, table in enumerate((same[0], same[2], other)):  # a null customer: in the key of t2 only
+        created = next(json.loads(c.value) for c in changes if c.topic == topic_of(table) and c.value)
+        created["payload"].update(op="c", before=None)
+        created["payload"]["after"] = {**created["payload"]["after"], "id": 999, "customer": None}
+        records.append((topic_of(table), 0, len(changes) + i, b"k", json.dumps(created).encode()))
+    keys = {"t0": ["id"], "t1": ["id"], "t2": ["id", "customer"], "other": ["id"]}
+    plan = plan_for([{"name": f"db.{t}", "topics": [f"dbserver1.db.{t}"], "key": k} for t, k in keys.items()])
+    pairs = decoded_both_ways(spark, records, plan)
+    assert_same(pairs)
+    dead = {(jvm["table"], jvm["reason"]) for jvm, _ in pairs if jvm["status"] == "dead"}
+    assert dead == {("db.t2", "key column(s) ['customer'] missing or null in the 'after' image")}
+    assert fast_share(spark, [r for r in records if r[2] < len(changes)], plan) == 1.0
+    frame = kafka_frame(spark, records)
+    images = probe(frame, envelopes(frame), plan).images
+    assert len({image.shape for image in images.values()}) == 2 < len(images)  # a schema per table, 2 shapes
