@@ -26,7 +26,7 @@ from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
-from cdc_delta.stream.results import BatchResult
+from cdc_delta.stream.results import BatchResult, Steps
 from cdc_delta.stream.stats import collect_stats
 
 logger = logging.getLogger(__name__)
@@ -60,9 +60,12 @@ class BatchProcessor:
         """Land one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
+        steps = Steps()
         decoding = self._decode(batch)
+        steps.done("decode")  # read from Kafka, parsed and decoded (into a local checkpoint)
         try:
             stats = collect_stats(decoding.frame, key_samples=self.config.keys_from_records)
+            steps.done("count")
             if not stats.rows_in:
                 return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=self._merge_round())
             record = StreamCommit(
@@ -77,13 +80,17 @@ class BatchProcessor:
                 self._changelog = Changelog(batch.sparkSession, self.config, self.epoch)
             claims = self._changelog.claim(stats.origins, record_keys(self.config, stats, self._decode.key_columns))
             decoding, stats = apply_claims(decoding, stats, claims)
+            steps.done("claim")  # the pattern tables against the table index
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(
                 decoding.frame, batch_id, started, record, descriptors, dict(stats.events_by_table), claims.new
             )
+            steps.done("land")
             if stats.by_status[DEAD]:
                 self._write_dead_letters(dead_records(decoding, claims), batch_id, started)
+                steps.done("dead_letters")
             landed_s = time.monotonic() - t0
+            logger.debug("batch %d steps: %s", batch_id, steps.line())
             if self.on_landing is not None:
                 self.on_landing(landing)
                 merged = None
@@ -104,6 +111,7 @@ class BatchProcessor:
                 status_by_table={t: dict(c) for t, c in stats.status_by_table.items()},
                 max_source_ts_ms_by_table=dict(stats.max_ts_by_table),
                 merge=merged,
+                steps=dict(steps.seconds),
             )
         finally:
             decoding.release()

@@ -34,6 +34,8 @@ class BatchResult:
     max_source_ts_ms_by_table: dict[str, int] = dc_field(default_factory=dict)
     merge: RoundResult | None = None
     """The merge round run right after the landing (``merge.max_delay_seconds: 0``), if one ran."""
+    steps: dict[str, float] = dc_field(default_factory=dict)
+    """Seconds of each step of the landing (:class:`Steps`): where its time goes."""
 
     def table_counts(self) -> dict[str | None, dict[str, int]]:
         """Per table (None: records routed to no table): records ``in``, ``landed``, ``dead_lettered``
@@ -62,6 +64,22 @@ class BatchResult:
             f"{self.dead_lettered} dead-lettered, {self.skipped} skipped{_reasons(self.skips)}"
             f" in {self.landed_s:.1f}s{lag}{merged}"
         )
+
+
+class Steps:
+    """Times the steps of a batch, one after the other: :meth:`done` ends the current one."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._since = time.monotonic()
+
+    def done(self, step: str) -> None:
+        now = time.monotonic()
+        self.seconds[step] = round(self.seconds.get(step, 0.0) + now - self._since, 3)
+        self._since = now
+
+    def line(self) -> str:
+        return ", ".join(f"{step} {s:.2f}s" for step, s in self.seconds.items())
 
 
 def _reasons(skips: dict[str, int]) -> str:
