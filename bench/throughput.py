@@ -57,10 +57,18 @@ PARTS = ("decode", "batch", "merge", "sustained", "latency", "snapshot")
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
 
 
-def source_tables(n: int, prefix: str) -> tuple[Any, ...]:
-    from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable
+def source_tables(n: int, prefix: str, one_shape: bool = False) -> tuple[Any, ...]:
+    """``n`` tables of the generator's order columns; each of its own shape (its enum allows one more value,
+    as the tables of a real database differ), or all of one (the shards of a sharded table)."""
+    from cdc_delta.demo.generator import ORDER_COLUMNS, Column, SourceTable
 
-    return tuple(SourceTable(f"{prefix}db", f"t{i:03d}", ORDER_COLUMNS) for i in range(n))
+    def columns(i: int) -> tuple[Any, ...]:
+        if one_shape or i == 0:
+            return ORDER_COLUMNS
+        allowed = {"allowed": f"new,paid,shipped,v{i}"}
+        return tuple(Column(c.name, c.connect_type, c.logical, allowed) if c.name == "status" else c for c in ORDER_COLUMNS)
+
+    return tuple(SourceTable(f"{prefix}db", f"t{i:03d}", columns(i)) for i in range(n))
 
 
 def table_configs(tables: tuple[Any, ...], server: str) -> list[dict[str, Any]]:
@@ -192,41 +200,61 @@ def one_batch(
     partitions: int,
     events: int,
     repeats: int,
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], dict[str, float]]:
     """Seconds the batch function takes for ``events`` new records: the median of ``repeats``
-    successive batches (and each), after a warm-up batch created the tables."""
+    successive batches (and each), after a warm-up batch created the tables; and the median seconds of
+    each step of the landing (decode, count, claim, land: where its time goes)."""
     from cdc_delta.config import parse_config
     from cdc_delta.stream.batch import BatchProcessor
 
     processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)))
     produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
     processor.process(kafka_batch(spark, bootstrap, server), 0)
-    seconds = []
+    seconds, steps = [], []
     for batch_id in range(1, repeats + 1):
         start = end_offsets(bootstrap, server)
         produce(bootstrap, server, tables, events, partitions, seed=2 + batch_id)
         records = records_from(spark, bootstrap, server, start)
         t0 = time.monotonic()
-        processor.process(records, batch_id)
+        steps.append(processor.process(records, batch_id).steps)
         seconds.append(round(time.monotonic() - t0, 2))
-    return statistics.median(seconds), seconds
+    median_steps = {step: round(statistics.median(s.get(step, 0.0) for s in steps), 2) for step in steps[0]}
+    return statistics.median(seconds), seconds, median_steps
 
 
 def part_batch(spark: Any, bootstrap: str, folder: Path, events: int, repeats: int) -> dict[str, Any]:
-    one, one_s = one_batch(spark, bootstrap, folder, "b1p", source_tables(1, "b1p"), 1, events, repeats)
-    partitions, partitions_s = one_batch(
+    one, one_s, one_steps = one_batch(spark, bootstrap, folder, "b1p", source_tables(1, "b1p"), 1, events, repeats)
+    partitions, partitions_s, partitions_steps = one_batch(
         spark, bootstrap, folder, "b48p", source_tables(1, "b48p"), 48, events, repeats
     )
-    tables, tables_s = one_batch(spark, bootstrap, folder, "b100t", source_tables(100, "b100t"), 1, events, repeats)
+    tables, tables_s, tables_steps = one_batch(
+        spark, bootstrap, folder, "b100t", source_tables(100, "b100t"), 1, events, repeats
+    )
+    shards, shards_s, shards_steps = one_batch(
+        spark, bootstrap, folder, "b100s", source_tables(100, "b100s", one_shape=True), 1, events, repeats
+    )
     return {
         "batch_events": events,
         "batch_repeats": repeats,
         "batch_1_table_1_partition_s": round(one, 2),
         "batch_1_table_48_partitions_s": round(partitions, 2),
         "batch_100_tables_s": round(tables, 2),
-        "batch_seconds": {"1_table_1_partition": one_s, "1_table_48_partitions": partitions_s, "100_tables": tables_s},
+        "batch_100_tables_one_shape_s": round(shards, 2),
+        "batch_seconds": {
+            "1_table_1_partition": one_s,
+            "1_table_48_partitions": partitions_s,
+            "100_tables": tables_s,
+            "100_tables_one_shape": shards_s,
+        },
+        "step_seconds": {
+            "1_table_1_partition": one_steps,
+            "1_table_48_partitions": partitions_steps,
+            "100_tables": tables_steps,
+            "100_tables_one_shape": shards_steps,
+        },
         "partitions_batch_ratio": round(partitions / one, 2),
         "tables_batch_ratio": round(tables / one, 2),
+        "tables_one_shape_batch_ratio": round(shards / one, 2),
     }
 
 
