@@ -64,9 +64,11 @@ def newest_events(
     """Per partition, the newest of its last ``look_back`` records that is a row event of ``table``."""
     plan = decode_plan(config)
     decode = _decoder(config, plan)
+    target = brokers(config.kafka)  # with kafka.security, as every client
     consumer = Consumer(
         {
-            "bootstrap.servers": config.kafka.bootstrap_servers,
+            **target.settings,
+            "bootstrap.servers": target.bootstrap,
             "group.id": f"{config.app_id}-check",
             "enable.auto.commit": False,
             "log_level": 0,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
-from cdc_delta.changelog.table_index import discovered_without_spark, knowing
+from cdc_delta.changelog.table_index import Made, discovered_without_spark, knowing
 from cdc_delta.check import delta_side, kafka_side, source_db
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.delta_rs import open_table
@@ -82,13 +82,9 @@ def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     config = knowing(config, made)
     tables = [config.table(n) for n in names] if names else config.all_tables()
     listed = {t.name for t in config.listed_tables}
-    # A table a pattern entry made is compared with the source table it comes from, whatever its name.
-    tables = [
-        t.model_copy(update={"check_source": f"{made[t.name].source_db}.{made[t.name].source_table}"})
-        if t.name in made and t.name not in listed and made[t.name].source_db and made[t.name].source_table
-        else t
-        for t in tables
-    ]
+    # A table a pattern entry made is compared with the source table it comes from, whatever its name, and
+    # read in Kafka from its own topic (not every topic of its entry).
+    tables = [_as_made(t, made[t.name]) if t.name in made and t.name not in listed else t for t in tables]
     conn = source_db.connect(config.source)
     try:
         results = [check_table(config, conn, table) for table in tables]
@@ -98,6 +94,12 @@ def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     folder = config.source.check.report_dir or config.under_root(None, "_cdc_check_reports")
     write_report(folder, f"check-{started:%Y%m%dT%H%M%SZ}", dataclasses.asdict(report))
     return report
+
+
+def _as_made(table: TableConfig, made: Made) -> TableConfig:
+    if not (made.source_db and made.source_table):
+        return table
+    return table.model_copy(update={"check_source": f"{made.source_db}.{made.source_table}", "topics": [made.topic]})
 
 
 def check_table(config: AppConfig, conn: Any, table: TableConfig) -> TableCheck:

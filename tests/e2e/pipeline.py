@@ -162,6 +162,12 @@ class Pipeline:
             "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
             "storage": {"root": str(self.folder / "lake")},
             "trigger_interval": "1 second",
+            "source": {  # cdc-delta check reads the tables as the capture user
+                "port": self.mariadb.port,
+                "user": "cdc",
+                "password_file": str(self.source_password()),
+                "check": {"settle_seconds": 0, "wait_seconds": 60, "attempts": 1},
+            },
             "snapshot": {
                 "database": f"{self.db}_ods",
                 "tables": [f"{self.db}.{t}" for t in ("wide", "plain", "items", "temp")],
@@ -172,6 +178,14 @@ class Pipeline:
         }
         path = self.folder / "cdc.yaml"
         path.write_text(yaml.safe_dump(data))
+        return path
+
+    def source_password(self) -> Path:
+        """The capture user's password alone in a file (the connector reads it as ``password=...``)."""
+        path = self.folder / "source-password"
+        lines = self.mariadb.capture_secrets.read_text().splitlines()
+        path.write_text(next(line.split("=", 1)[1] for line in lines if line.startswith("password=")))
+        path.chmod(0o600)
         return path
 
     # --- checking ----------------------------------------------------------------------------------
