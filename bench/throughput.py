@@ -66,7 +66,9 @@ def source_tables(n: int, prefix: str, one_shape: bool = False) -> tuple[Any, ..
         if one_shape or i == 0:
             return ORDER_COLUMNS
         allowed = {"allowed": f"new,paid,shipped,v{i}"}
-        return tuple(Column(c.name, c.connect_type, c.logical, allowed) if c.name == "status" else c for c in ORDER_COLUMNS)
+        return tuple(
+            Column(c.name, c.connect_type, c.logical, allowed) if c.name == "status" else c for c in ORDER_COLUMNS
+        )
 
     return tuple(SourceTable(f"{prefix}db", f"t{i:03d}", columns(i)) for i in range(n))
 
