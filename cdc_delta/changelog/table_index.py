@@ -150,8 +150,9 @@ def claim(
             continue  # only a truncate of a table never seen: nothing to mix it with
         seen = keys.get((name, owner.topic), set())
         if not entry.key and judged and not owner.key and name not in claims.new and seen:
-            if _one_key(seen):  # made while the entry named its key: its records name it now
-                owner = claims.new[name] = owner._replace(key=_one_key(seen))
+            adopted = _one_key(seen)
+            if adopted:  # made while the entry named its key: its records name it now
+                owner = claims.new[name] = owner._replace(key=adopted)
             else:
                 claims.refused[(name, owner.topic)] = _keyless(entry.name, name, owner.topic, keys)
         elif not entry.key and judged and seen - {owner.key}:
