@@ -162,6 +162,22 @@ def operations(data: dict) -> str:
     )
 
 
+def merge_cost(data: dict) -> str:
+    lines = [
+        f"Measured {data['measured_at']} on {data['cores']} cores; medians of a 100-row guarded MERGE into a",
+        "10,000-row table and of a 100-row append; ratios to the project's settings on the first engines:",
+        "",
+        "| engines | Spark | setting | MERGE | MERGE CPU | ratio | append | append CPU | ratio |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["results"]:
+        lines.append(
+            f"| {r['engine']} | {r['spark']} | {r['setting']} | {r['merge_s']:.2f} s | {r['merge_cpu_s']:.2f} s "
+            f"| {r['merge_ratio']:.2f} | {r['append_s']:.2f} s | {r['append_cpu_s']:.2f} s | {r['append_ratio']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -171,6 +187,9 @@ def _figure(value: object) -> str:
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
     print(merge_vs_append(json.loads((folder / "merge_vs_append.json").read_text())))
+    cost = folder / "merge_cost.json"
+    if cost.exists():
+        print("\n" + merge_cost(json.loads(cost.read_text())))
     latency = folder / "stream_latency.json"
     if latency.exists():
         print("\n" + stream_latency(json.loads(latency.read_text())))
