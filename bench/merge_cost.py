@@ -56,6 +56,7 @@ COLUMNS = "id BIGINT, seq BIGINT, name STRING, amount DECIMAL(10,2), status STRI
 
 
 # --- the child: one engine pair, in its own interpreter ------------------------------------------------
+# It imports pyspark only: the newest engines' venv has nothing else (hence no cdc_delta helpers here).
 
 
 def _jvm_cpu_s(spark: Any) -> float:

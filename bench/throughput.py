@@ -7,6 +7,9 @@ Parts (--parts, all by default), every figure measured in this run on this machi
   within it): 1 table x --batch-events on 1 partition vs on 48 partitions (partitions_batch_ratio),
   and 100 tables x --batch-events/100 (one partition each) vs 1 table x --batch-events
   (tables_batch_ratio); each the median of --batch-repeats successive batches of new events.
+- batch1000: the batch function's landing for 1,000 tables x --batch-events/1,000 (each of its own
+  shape, one partition each) vs 1 table x --batch-events, in the same run (tables_1000_batch_ratio):
+  the ingest's cost per table, where the 1,000-table target is decided (merges excluded, as above).
 - sustained: the stream as a process (`cdc-delta stream --until-caught-up`, which ends with every
   table merged) over a backlog, batches of --sustained-batch events: 1 table and 100 tables with the
   merge defaults (two phases: merges beside the ingest), and, the baseline in the same run, 100
@@ -52,7 +55,7 @@ sys.path.insert(0, str(ROOT))  # the tests' helpers
 BATCH_LINE = re.compile(r"batch \d+: (\d+) in, \d+ landed.*? in ([\d.]+)s")
 ROUND_LINE = re.compile(r"merge through landing \d+: (\d+) tables, .* in ([\d.]+)s")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
-PARTS = ("decode", "batch", "merge", "sustained", "latency", "snapshot")
+PARTS = ("decode", "batch", "batch1000", "merge", "sustained", "latency", "snapshot")
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
 
@@ -209,7 +212,10 @@ def one_batch(
     from cdc_delta.config import parse_config
     from cdc_delta.stream.batch import BatchProcessor
 
-    processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)))
+    # The landing alone: merges, due after 60 s by default, are told of the landings and left out.
+    processor = BatchProcessor(
+        parse_config(bench_config(folder, bootstrap, server, tables)), on_landing=lambda landing: None
+    )
     produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
     processor.process(kafka_batch(spark, bootstrap, server), 0)
     seconds, steps = [], []
@@ -222,6 +228,21 @@ def one_batch(
         seconds.append(round(time.monotonic() - t0, 2))
     median_steps = {step: round(statistics.median(s.get(step, 0.0) for s in steps), 2) for step in steps[0]}
     return statistics.median(seconds), seconds, median_steps
+
+
+def part_batch_1000(spark: Any, bootstrap: str, folder: Path, events: int, repeats: int) -> dict[str, Any]:
+    one, one_s, one_steps = one_batch(spark, bootstrap, folder, "k1", source_tables(1, "k1"), 1, events, repeats)
+    many, many_s, many_steps = one_batch(
+        spark, bootstrap, folder, "k1000", source_tables(1000, "k1000"), 1, events, repeats
+    )
+    return {
+        "batch_events": events,
+        "batch_1_table_s": round(one, 2),
+        "batch_1000_tables_s": round(many, 2),
+        "batch_seconds": {"1_table": one_s, "1000_tables": many_s},
+        "step_seconds": {"1_table": one_steps, "1000_tables": many_steps},
+        "tables_1000_batch_ratio": round(many / one, 2),
+    }
 
 
 def part_batch(spark: Any, bootstrap: str, folder: Path, events: int, repeats: int) -> dict[str, Any]:
@@ -607,6 +628,9 @@ def main() -> None:
         if "batch" in parts:
             figures["batch"] = part_batch(spark, bootstrap, folder, args.batch_events, args.batch_repeats)
             print(json.dumps(figures["batch"]), flush=True)
+        if "batch1000" in parts:
+            figures["batch1000"] = part_batch_1000(spark, bootstrap, folder, args.batch_events, args.batch_repeats)
+            print(json.dumps(figures["batch1000"]), flush=True)
         if "merge" in parts:
             figures["merge"] = part_merge(spark, folder, args.snapshot_rows)
             print(json.dumps(figures["merge"]), flush=True)
@@ -662,6 +686,7 @@ def headline(figures: dict[str, Any]) -> dict[str, Any]:
         "tables_ingest_ratio": round(many / one, 2) if many and one else None,
         "partitions_batch_ratio": b.get("partitions_batch_ratio"),
         "tables_batch_ratio": b.get("tables_batch_ratio"),
+        "tables_1000_batch_ratio": figures.get("batch1000", {}).get("tables_1000_batch_ratio"),
         "landed_p50_s": lat.get("landed_p50_s"),
         "landed_p99_s": lat.get("landed_p99_s"),
         "merged_lag_p50_s": lat.get("merged_lag_p50_s"),
