@@ -14,8 +14,10 @@ pytest_plugins = ["tests.services"]
 
 # The JVMs of the commands the tests start as processes (each lives seconds to a minute) compile with C1
 # only: a stream's first batch of ten events took 26 s with both compilers on 2 cores, 19 s so. The
-# session's own JVM (below) lives the whole run and is started without it: C2 pays there.
-QUICK_JVM = "-XX:TieredStopAtLevel=1"
+# session's own JVM (below) lives the whole run and is started without it: C2 pays there. C1 alone
+# shrinks the code cache to 48 MB, which Spark's generated code filled within a minute ("CodeCache is
+# full. Compiler has been disabled", then a MERGE failed with an InternalError): the usual 240 MB.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM)
 
 # Timestamps read back by PySpark are local-time datetimes; tests compare in UTC.
