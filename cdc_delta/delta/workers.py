@@ -27,12 +27,15 @@ _PROCESS_FAILURES = (
     "canceled",
     "InterruptedException",
     "java.lang.OutOfMemoryError",
+    # The JVM itself is broken (seen: its code cache full, the compiler disabled, then every MERGE failing
+    # with "InternalError: no such method: java.lang.invoke.MethodHandle.linkToStatic"): not the table's.
+    "java.lang.InternalError",
 )
 
 
 def fails_the_batch(spark: SparkSession, exc: BaseException) -> bool:
     """Whether ``exc`` fails the batch rather than one table: Spark stopped or its jobs cancelled (a
-    stop of the stream), the JVM gone, memory exhausted, or a write race lost to maintenance more often
+    stop of the stream), the JVM gone or broken, memory exhausted, or a write race lost to maintenance more often
     than :func:`~cdc_delta.retry.retry_on_conflict` tries (transient: the batch runs again on restart,
     idempotently). Any other error stays with the table it happened to, which stops."""
     if isinstance(exc, (MemoryError, ConnectionError)) or type(exc).__name__.startswith("Py4JNetwork"):
