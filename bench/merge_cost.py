@@ -189,19 +189,17 @@ def main() -> None:
     parser.add_argument("--conf", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        args.settings = args.settings if args.settings.startswith("{") else json.dumps(SETTINGS)
+    if args.child:  # the parent passes the settings as JSON
         child(args)
         return
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = [e for e in engines if e not in ("current", "newest")] + [
-        s for s in args.settings.split(",") if s not in SETTINGS
-    ]
+    names = [n.strip() for n in args.settings.split(",") if n.strip()]
+    unknown = [e for e in engines if e not in ("current", "newest")] + [n for n in names if n not in SETTINGS]
     if unknown:
         parser.error(f"unknown engine or setting: {', '.join(unknown)}")
-    if "project" not in args.settings.split(","):
+    if "project" not in names:
         parser.error("--settings must include project (the baseline of the ratios)")
-    settings = {name: SETTINGS[name] for name in args.settings.split(",")}
+    settings = {name: SETTINGS[name] for name in names}
     results: dict[str, Any] = {}
     for engine in engines:
         print(f"engine {engine}: {len(settings)} settings x {args.rounds} rounds", flush=True)
