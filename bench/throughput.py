@@ -132,8 +132,11 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
     from pyspark import StorageLevel
 
     from cdc_delta.config import parse_config
-    from cdc_delta.decode import batch as decode
+    from cdc_delta.decode.batch import decode_batch
+    from cdc_delta.decode.canonical import canonical_frame
+    from cdc_delta.decode.images import schema_ref
     from cdc_delta.decode.plan import decode_plan
+    from cdc_delta.decode.reference import python_decoded
     from cdc_delta.stream.stats import collect_stats
 
     tables = source_tables(1, "dec")
@@ -144,27 +147,26 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
     plan = decode_plan(config)
 
     def python_udf() -> None:
-        reference = getattr(decode, "python_decoded", None)  # before the JVM path, decode_batch was the UDF
-        decoded: Any = reference(records, plan) if reference else decode.decode_batch(records, plan)
-        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = python_decoded(records, plan).persist(StorageLevel.MEMORY_AND_DISK)
         collect_stats(decoded)
         decoded.unpersist()
 
     schemas: dict[int, Any] = {}  # kept from run to run, as the stream keeps them from batch to batch
 
     def jvm() -> None:
-        batch = decode.decode_batch(records, plan, schemas)
-        collect_stats(batch.frame)
+        # Both halves of the JVM path: decoded at ingest, made canonical where the changes are read.
+        batch = decode_batch(records, plan, schemas)
+        texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
+        made = canonical_frame(batch.frame, plan, texts).persist(StorageLevel.MEMORY_AND_DISK)
+        collect_stats(made)
+        made.unpersist()
         batch.release()
 
     out: dict[str, Any] = {"events": count}
     python_s = min(timed(python_udf) for _ in range(3))
     out.update(python_udf_s=round(python_s, 2), python_udf_events_per_s=round(count / python_s))
-    if hasattr(decode, "python_decoded"):
-        jvm_s = min(timed(jvm) for _ in range(3))
-        out.update(
-            jvm_s=round(jvm_s, 2), jvm_events_per_s=round(count / jvm_s), decode_speedup=round(python_s / jvm_s, 2)
-        )
+    jvm_s = min(timed(jvm) for _ in range(3))
+    out.update(jvm_s=round(jvm_s, 2), jvm_events_per_s=round(count / jvm_s), decode_speedup=round(python_s / jvm_s, 2))
     records.unpersist()
     return out
 

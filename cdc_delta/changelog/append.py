@@ -53,9 +53,13 @@ class Landing:
 
 
 def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | None, at: dt.datetime) -> DataFrame:
-    """The changelog rows of a decoded batch (its row events and truncates), sorted by table."""
+    """The changelog rows of a decoded batch (its row events and truncates), sorted by table. A row
+    event's schema id is its Connect schema's reference where its image is as Debezium wrote it, else
+    its column descriptor's (:func:`~.table.schema_id`)."""
     image = F.when(is_row_event(), field("row_json"))
-    schema = F.when(is_row_event(), F.substring(F.sha2(field("schema_json"), 256), 1, 24))
+    payload = F.when(is_row_event(), field("payload"))
+    descriptor = F.substring(F.sha2(field("schema_json"), 256), 1, 24)
+    schema = F.when(is_row_event(), F.coalesce(field("schema_ref"), descriptor))
     rows = decoded.where(is_row_event() | is_truncate()).select(
         F.lit(land_seq).cast("bigint").alias(LAND_SEQ),
         F.lit(batch_id).cast("bigint").alias("batch_id"),
@@ -72,6 +76,8 @@ def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | N
         F.col("offset"),
         image.alias("row_json"),
         schema.alias("schema_id"),
+        payload.alias("payload"),
+        F.col("key").cast("binary").alias("key"),
     )
     return rows.sortWithinPartitions(TABLE, "seq")
 
@@ -105,14 +111,16 @@ class Changelog:
         at: dt.datetime,
         record: StreamCommit,
         descriptors: set[str],
+        connect_schemas: Mapping[str, str],
         events_by_table: dict[str, int],
         new_tables: Mapping[str, table_index.Made] | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this batch landed before: Delta's
         transaction id, the checkpoint's epoch and the batch id); ``descriptors`` are the batch's
-        distinct column descriptors, stored first where new; ``new_tables``, the tables pattern entries
+        distinct column descriptors and Connect schema references, stored first where new (a
+        reference's text from ``connect_schemas``, the decoder's); ``new_tables``, the tables pattern entries
         made in this batch (:meth:`claim`), are added to the table index first."""
-        self._store_schemas(descriptors)
+        self._store_schemas(descriptors, connect_schemas)
         with self._lock:
             land_seq = self._next_seq
             self._next_seq += 1
@@ -173,8 +181,11 @@ class Changelog:
                 )
         self._seen = through
 
-    def _store_schemas(self, descriptors: set[str]) -> None:
-        new = {schema_id(text): text for text in descriptors if schema_id(text) not in self._schemas}
+    def _store_schemas(self, descriptors: set[str], connect_schemas: Mapping[str, str]) -> None:
+        texts = dict(
+            (d, connect_schemas[d]) if d in connect_schemas else (schema_id(d), d) for d in sorted(descriptors)
+        )
+        new = {sid: text for sid, text in texts.items() if sid not in self._schemas}
         if not new:
             return
         frame = self.spark.createDataFrame(sorted(new.items()), schemas_schema())

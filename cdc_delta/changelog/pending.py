@@ -11,18 +11,26 @@ from dataclasses import field as dc_field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_delta.changelog.table import LAND_SEQ, TABLE
-from cdc_delta.decode.decoded import DECODED, decoded_schema, field, is_row_event, is_truncate
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, schemas_path
+from cdc_delta.config import AppConfig
+from cdc_delta.decode.canonical import made_canonical, raw_images
+from cdc_delta.decode.decoded import DECODED, decoded_schema, field, is_dead, is_row_event, is_truncate
+from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import OK
 from cdc_delta.events.ordering import Seq
 
 LANDED_AT = "landed_at"
 
 
-def changes(spark: SparkSession, path: str, schemas: str, bounds: Mapping[str, tuple[int, int]]) -> DataFrame:
+def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[int, int]]) -> DataFrame:
     """The changelog rows of each table in ``bounds`` whose landing is in ``(after, through]``, as
-    decoded records: the Kafka columns, ``land_seq``, ``landed_at`` and the ``_decoded`` struct with
-    the row's column descriptor (``schema_json``) read back from the schemas table."""
+    decoded records: the Kafka columns (the value null but where the reference decoded a record again,
+    below), ``land_seq``, ``landed_at``, ``batch_id`` and the ``_decoded`` struct with the row's
+    canonical image (``row_json``) and column descriptor (``schema_json``). Images landed as Debezium
+    wrote them are made canonical here (:mod:`cdc_delta.decode.canonical`; a small job first finds
+    their schemas); one the expressions cannot make canonical is decoded by the reference from its
+    record rebuilt, and comes out dead (with its value) where the reference refuses it."""
+    path, schemas = changelog_path(config), schemas_path(config)
     limits = spark.createDataFrame(
         [(table, after, through) for table, (after, through) in sorted(bounds.items())],
         f"`{TABLE}` string, _after bigint, _through bigint",
@@ -36,8 +44,9 @@ def changes(spark: SparkSession, path: str, schemas: str, bounds: Mapping[str, t
         .join(F.broadcast(limits), TABLE)
         .where((F.col(LAND_SEQ) > F.col("_after")) & (F.col(LAND_SEQ) <= F.col("_through")))
     )
-    descriptors = spark.read.format("delta").load(schemas).dropDuplicates(["schema_id"])
-    rows = rows.join(F.broadcast(descriptors), "schema_id", "left")
+    stored = spark.read.format("delta").load(schemas).dropDuplicates(["schema_id"])
+    rows = rows.join(F.broadcast(stored), "schema_id", "left")
+    raw = F.col("payload").isNotNull()
     fields = {
         "status": F.lit(OK),
         "reason": F.lit(None).cast("string"),
@@ -48,20 +57,27 @@ def changes(spark: SparkSession, path: str, schemas: str, bounds: Mapping[str, t
         "seq": F.col("seq"),
         "source_ts_ms": F.col("source_ts_ms"),
         "row_json": F.col("row_json"),
-        "schema_json": F.col("schema_json"),
+        "schema_json": F.when(~raw, F.col("schema_json")),
+        "payload": F.col("payload"),
+        "schema_ref": F.when(raw, F.col("schema_id")),
     }
     assert list(fields) == decoded_schema().names
-    return rows.select(
+    frame = rows.select(
         "topic",
         "partition",
         "offset",
         F.lit(None).cast("timestamp").alias("timestamp"),
-        F.lit(None).cast("binary").alias("key"),
+        "key",
         F.lit(None).cast("binary").alias("value"),
         LAND_SEQ,
         LANDED_AT,
+        "batch_id",
         F.struct(*[value.alias(name) for name, value in fields.items()]).alias(DECODED),
     )
+    pairs = raw_images(frame)
+    refs = sorted({ref for ref, _ in pairs})
+    texts = {r["schema_id"]: r["schema_json"] for r in stored.where(F.col("schema_id").isin(refs)).collect()}
+    return made_canonical(frame, decode_plan(config), pairs, texts)
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,8 @@ class TableSummary:
     earliest change), truncates and newest source time."""
 
     events: int = 0
+    dead: int = 0
+    """Changes the reference decoder refused where their images were made canonical (dead letters)."""
     descriptors: dict[str, Seq] = dc_field(default_factory=dict)
     truncates: list[Truncate] = dc_field(default_factory=list)
     max_ts: int | None = None
@@ -125,6 +143,7 @@ def table_summaries(frame: DataFrame) -> dict[str, TableSummary]:
         frame.groupBy(field("table").alias("table"), F.when(is_row_event(), field("schema_json")).alias("descriptor"))
         .agg(
             F.count(F.lit(1)).alias("n"),
+            F.count_if(is_dead()).alias("dead"),
             F.min(field("seq")).alias("min_seq"),
             F.max(field("source_ts_ms")).alias("max_ts"),
             F.collect_set(truncate).alias("truncates"),
@@ -135,6 +154,7 @@ def table_summaries(frame: DataFrame) -> dict[str, TableSummary]:
     for r in rows:
         summary = out.setdefault(r["table"], TableSummary())
         summary.events += r["n"]
+        summary.dead += r["dead"]
         if r["descriptor"] is not None:
             summary.descriptors[r["descriptor"]] = Seq(*r["min_seq"])
         summary.truncates += [Truncate(t[0], t[1], Seq(*t[2]), t[3]) for t in r["truncates"]]

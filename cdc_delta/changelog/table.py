@@ -7,9 +7,19 @@ A table's merge records the landing it holds up to (:mod:`cdc_delta.merger`): it
 the changelog rows past it.
 
 A row holds what rebuilds any table without Kafka: the logical table, op, ordering key, source time
-and shard, the Kafka record, the micro-batch, the row image as the decoder left it (canonical JSON,
-typed at merge time) and a reference to its column descriptor; the descriptors are stored once each,
-in the schemas table beside (``<changelog>_schemas``). The tables that pattern entries made are listed
+and shard, the Kafka record (its key too), the micro-batch, and the row image in one of two forms:
+
+- as Debezium wrote it (JSON records the JVM decodes): ``payload``, the envelope's payload text, and
+  ``schema_id``, a reference to its Connect schema (:func:`cdc_delta.decode.images.schema_ref`), whose
+  text the schemas table holds; the image is made canonical where the table's changes are read
+  (:mod:`cdc_delta.decode.canonical`), so that landing builds nothing per table. Schema and payload
+  together are the Kafka record's value, byte for byte.
+- canonical JSON (``row_json``, the records the reference decoder decoded, Avro's, and every row landed
+  before ``payload`` existed) and ``schema_id``, a reference to its column descriptor, stored in the
+  schemas table too.
+
+Either is typed at merge time. Each schema is stored once, in the schemas table beside
+(``<changelog>_schemas``). The tables that pattern entries made are listed
 in the table index (``<changelog>_tables``, :mod:`.table_index`). The changelog is not partitioned: a batch's rows
 are sorted by table into files of small row groups, so that reading one table's changes skips the
 row groups of the others, and the files of landings a table has merged are skipped by ``land_seq``.
@@ -25,6 +35,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
 from cdc_delta import hadoop_fs
+from cdc_delta.columns import delta_path_identifier
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import AppCommit, app_commits
 from cdc_delta.delta.tables import current_version
@@ -36,9 +47,11 @@ TABLE = "table"
 CHANGELOG_DDL = (
     f"{LAND_SEQ} bigint, batch_id bigint, epoch string, landed_at timestamp, `{TABLE}` string, op string, "
     f"seq {SEQ_DDL}, source_ts_ms bigint, source_db string, source_table string, topic string, "
-    "`partition` int, `offset` bigint, row_json string, schema_id string"
+    "`partition` int, `offset` bigint, row_json string, schema_id string, payload string, `key` binary"
 )
-"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image."""
+"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image. ``payload`` and
+``key`` were added later: a changelog written before gains them (:func:`ensure_tables`)."""
+ADDED_COLUMNS = ("payload", "key")
 SCHEMAS_DDL = "schema_id string, schema_json string"
 TABLES_DDL = (
     f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp, "
@@ -85,8 +98,8 @@ def schema_id(schema_json: str) -> str:
 
 
 def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
-    """Create the changelog, its schemas table and its table index where they do not exist yet (a no-op
-    otherwise)."""
+    """Create the changelog, its schemas table and its table index where they do not exist yet; add the
+    changelog's later columns to one written before them."""
     for path, schema in (
         (changelog_path(config), changelog_schema()),
         (schemas_path(config), schemas_schema()),
@@ -94,6 +107,12 @@ def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
     ):
         if not DeltaTable.isDeltaTable(spark, path):
             DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+    path = changelog_path(config)
+    present = set(DeltaTable.forPath(spark, path).toDF().columns)
+    added = [f for f in changelog_schema().fields if f.name in ADDED_COLUMNS and f.name not in present]
+    if added:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
+        spark.sql(f"ALTER TABLE {delta_path_identifier(path)} ADD COLUMNS ({columns})")
 
 
 def latest_version(spark: SparkSession, path: str) -> int | None:

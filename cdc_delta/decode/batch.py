@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -15,10 +14,12 @@ from pyspark.sql import functions as F
 
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.avro import decode_avro_batch
-from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
-from cdc_delta.decode.jvm import FAST, ImageSchema, envelopes, fast_decoded, probe
+from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS
+from cdc_delta.decode.images import ImageSchema, schema_ref
+from cdc_delta.decode.jvm import FAST, envelopes, fast_decoded, probe
+from cdc_delta.decode.reference import python_decoded
 from cdc_delta.decode.registry import AvroSchemas
-from cdc_delta.events.envelope import Decoded, DecodePlan, decode_record
+from cdc_delta.events.envelope import DecodePlan
 from cdc_delta.events.record_keys import json_key_columns
 
 logger = logging.getLogger(__name__)
@@ -63,16 +64,6 @@ def with_values(rows: DataFrame, raw: DataFrame, broadcast: bool = True) -> Data
     return joined.select(*[F.col("_raw_value").alias(c) if c == "value" else c for c in rows.columns])
 
 
-def python_decoded(records: DataFrame, plan: DecodePlan) -> DataFrame:
-    """The reference decoder over ``records`` (the Kafka columns) as a row-at-a-time Python UDF."""
-
-    def decode(topic: str, partition: int, offset: int, value: Any) -> Decoded:
-        return decode_record(topic, partition, offset, None if value is None else bytes(value), plan)
-
-    udf = F.udf(decode, decoded_schema())
-    return records.select(*KAFKA_COLUMNS, udf("topic", "partition", "offset", "value").alias(DECODED))
-
-
 def decode_batch(
     batch: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
 ) -> DecodedBatch:
@@ -108,6 +99,11 @@ class JsonDecoder:
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         return decode_batch(batch, self.plan, self.schemas)
 
+    def connect_schemas(self) -> dict[str, str]:
+        """The Connect schemas read so far whose images land as Debezium wrote them, by reference
+        (:func:`~.images.schema_ref`): their texts, for the changelog's schemas table."""
+        return {schema_ref(i): s.text for i, s in self.schemas.items() if s is not None}
+
     def key_columns(self, key: bytes | None) -> tuple[str, ...]:
         """The columns of a record's key (:func:`~cdc_delta.events.record_keys.json_key_columns`)."""
         return json_key_columns(key)
@@ -123,6 +119,10 @@ class AvroDecoder:
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         decoded = decode_avro_batch(batch, self.plan, self.schemas)
         return DecodedBatch(decoded, decoded, batch)
+
+    def connect_schemas(self) -> dict[str, str]:
+        """None: Avro images are made canonical at ingest."""
+        return {}
 
     def key_columns(self, key: bytes | None) -> tuple[str, ...]:
         """The columns of a record's Avro key, from the registry."""

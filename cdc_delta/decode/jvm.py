@@ -4,18 +4,19 @@
    distinct Connect schemas and source tables of the batch, a handful of rows.
 2. On the driver each distinct schema is read once, with the reference decoder's own code, into
    per-column conversions (:mod:`.connect_values`), and each source table is routed.
-3. A few projections decode every record: the image is read with ``from_json`` once per record, by a
-   schema object, its fields reached by position (a column's name, whatever it holds, is never parsed
-   as SQL), its values made canonical by Spark expressions, into the very struct the reference decoder
-   returns (:class:`~cdc_delta.events.envelope.Decoded`).
+3. One projection of fixed expressions decodes every record: its table (a map from source table to
+   logical table), op, ordering key, source, and its image *as Debezium wrote it* - the envelope's
+   payload text and a reference to its Connect schema (:func:`~.images.schema_ref`), stored once in
+   the changelog. Nothing here grows with the number of tables or schemas; the image is made canonical
+   where a table's changes are read (:mod:`.canonical`), a few tables at a time.
 
 A record this projection cannot decode exactly as the reference does - bad or lenient JSON (single
-quotes, bare NaN, data after the envelope), no schema, no route, an op other than c/u/d/r, Debezium's
-own records, a schema with a type the expressions do not cover, a value that does not convert, a source
-position out of range, a lone surrogate, a null key, a field the schema does not name - gets no struct
-here; the caller decodes those with the reference decoder
-(:func:`cdc_delta.events.envelope.decode_record`), so that every record ends as it always has: same
-status, same reason, same values.
+quotes, bare NaN, data after the envelope), not written as the JsonConverter writes it, no schema, no
+route, an op other than c/u/d/r, Debezium's own records, a schema with a type the expressions do not
+cover, a source position out of range, a lone surrogate - gets no struct here; the caller decodes those
+with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so that every record ends
+as it always has: same status, same reason, same values. (An image whose values do not convert, or that
+lacks a key, is found where it is made canonical, and given to the reference there.)
 
 Differences left (:mod:`.connect_values` has one more): a field nested within a few levels of the
 parsers' limits (Jackson refuses 1,000 levels; Python's parser gives up near its recursion limit, sooner
@@ -25,22 +26,20 @@ one. A record either decoder refuses is dead-lettered with the reason, never dro
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
-from cdc_delta.decode.connect_values import Conversion, conversion, let
 from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
-from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, descriptor_entry, image_fields
+from cdc_delta.decode.images import STRICT_JSON, ImageSchema, read_schema, schema_ref_column
+from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan
 
 ENV = "_env"
 SCHEMA_ID = "_schema_id"
 TOMBSTONE_FLAG = "_tombstone"
 UTF8_FLAG = "_utf8"
+PAYLOAD_TEXT = "_payload"
 FAST = "_fast"
 KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
@@ -54,54 +53,7 @@ _PAYLOAD_KEY = ',"payload":'
 _DIGITS = r"^-?[0-9]+$"
 _GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
 _FILE_NUMBER = r"([0-9]+)[^0-9]*$"
-STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
-"""JSON as Python's parser (the reference) reads it: Jackson's leniencies that Spark turns on, single
-quotes and bare NaN/INF/+Infinity, off. A record with a bare NaN or Infinity (which Python reads) goes to
-the reference decoder."""
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
-_CORRUPT = "_cdc_unreadable"
-
-
-@dataclass(frozen=True)
-class ImageSchema:
-    """One distinct Connect schema of a batch, read on the driver."""
-
-    descriptor: str
-    """The ``schema_json`` the reference writes for events of this schema."""
-    columns: tuple[tuple[str, Conversion], ...]
-    """Per column of the image, how it is read and made canonical."""
-    shape: str = ""
-    """The image's field schemas as text: schemas of one shape (the tables of a sharded or a generated
-    estate, each with an envelope schema of its own) decode alike, by one set of expressions."""
-
-
-def read_schema(text: str | None) -> ImageSchema | None:
-    """The image columns of an envelope schema; None where the JVM cannot decode its events exactly
-    (also where it has no schema, or its head is not valid UTF-8: :func:`_schema_texts`)."""
-    if text is None:
-        return None
-    try:
-        return _read_schema(text)
-    except Exception:  # noqa: BLE001 (a schema that breaks the reader, say nested too deep, is left to the reference, which dead-letters its records)
-        return None
-
-
-def _read_schema(text: str) -> ImageSchema | None:
-    try:
-        schema = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    after, before = image_fields(schema, "after"), image_fields(schema, "before")
-    if not after or (before is not None and before != after):
-        return None
-    columns = []
-    for name, field in after.items():
-        convert = conversion(field)
-        if convert is None or name == _CORRUPT:
-            return None
-        columns.append((name, convert))
-    descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])
-    return ImageSchema(descriptor, tuple(columns), json.dumps(list(after.values()), sort_keys=True))
 
 
 _HEAD_COLUMN = "_head"
@@ -164,6 +116,7 @@ def envelopes(batch: DataFrame) -> DataFrame:
         _schema_id(parsed.getField("schema")).alias(SCHEMA_ID),
         F.col("value").isNull().alias(TOMBSTONE_FLAG),
         F.when(shaped, F.is_valid_utf8(payload_text)).otherwise(F.is_valid_utf8(text)).alias(UTF8_FLAG),
+        F.when(shaped, payload_text).alias(PAYLOAD_TEXT),
     )
 
 
@@ -260,58 +213,6 @@ def _seq() -> Column:
     )
 
 
-_WHICH, _TEXT = "_which", "_text"
-_JSON_TYPES: dict[str, DataType] = {
-    "bigint": LongType(),
-    "double": DoubleType(),
-    "boolean": BooleanType(),
-    "string": StringType(),
-}
-"""The types :mod:`.connect_values` reads fields with."""
-
-
-def _parsed(k: int, image: ImageSchema) -> Column:
-    """``_img<k>``: the image of the records of schema ``k`` (:data:`_WHICH`), parsed by a schema object
-    (the names are data, never SQL) and cast by position to fields ``c0``, ``c1``, ... (names that differ
-    only in case, say, are never resolved); NULL for other records, which are not even parsed."""
-    types = [_JSON_TYPES[convert.json_type] for _, convert in image.columns]
-    corrupt = StructField(_CORRUPT, StringType())
-    names = [name for name, _ in image.columns]
-    as_read = StructType([StructField(n, t) for n, t in zip(names, types, strict=True)] + [corrupt])
-    positional = StructType([StructField(f"c{i}", t) for i, t in enumerate(types)] + [corrupt])
-    options = {**STRICT_JSON, "columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
-    text = F.when(F.col(_WHICH) == k, F.col(_TEXT))
-    return F.from_json(text, as_read, options).cast(positional).alias(f"_img{k}")
-
-
-def _canonical(k: int, image: ImageSchema, keys: Iterable[str]) -> Column:
-    """``_r<k>``: for the records of schema ``k``, a struct {ok, row}: the image's values made canonical
-    once (``row``, fields ``c0``...) and whether every one converted, every key is there and the image
-    holds no other field. SQL over generated operands only (:mod:`.connect_values`); the parsed image
-    (``img``) and the canonical values (``r``) are bound once each, so that the expression reads
-    ``_img<k>`` once: a filter Spark pushes below these projections inlines it without copies."""
-    fields = [f"c{i}" for i in range(len(image.columns))]
-    at = {name: field for (name, _), field in zip(image.columns, fields, strict=True)}
-    values = ", ".join(
-        f"'{f}', {convert.apply(f'img.{f}', _TEXT)}" for f, (_, convert) in zip(fields, image.columns, strict=True)
-    )
-    checks = ["img IS NOT NULL", f"img.{_CORRUPT} IS NULL"]
-    checks += [f"(img.{f} IS NULL OR r.{f} IS NOT NULL)" for f in fields]
-    checks += [f"r.{at[key]} IS NOT NULL" if key in at else "false" for key in keys]
-    checks.append(f"size(json_object_keys({_TEXT})) = {len(fields)}")
-    result = f"named_struct('ok', coalesce({' AND '.join(checks)}, false), 'row', r)"
-    body = let(f"_img{k}", "img", let(f"named_struct({values})", "r", result))
-    return F.expr(f"CASE WHEN {_WHICH} = {k} THEN {body} END").alias(f"_r{k}")
-
-
-def _row_json(k: int, image: ImageSchema, canonical: StructType) -> Column:
-    """The canonical row of schema ``k`` as JSON, its fields named by the columns' names: the row is
-    cast by position to a struct type that holds them (``canonical``: the row's type as Spark made it;
-    one cast, and no name is ever parsed)."""
-    named = StructType([StructField(name, f.dataType) for (name, _), f in zip(image.columns, canonical, strict=True)])
-    return F.to_json(F.col(f"_r{k}").getField("row").cast(named), {"ignoreNullFields": "false"})
-
-
 def _plain_source() -> Column:
     """Valid UTF-8 (Spark's cast would replace bad bytes, the reference refuses them), an op the fast
     path decodes, and a source position it reads as the reference does, every field of it in range."""
@@ -354,11 +255,12 @@ def _no_value() -> Column:
 
 
 def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
-    """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the reference decoder's
-    struct for the records decoded here, NULL for the others. Projections, each computing what the next
-    reads more than once (Spark does not merge a projection into the next where that would compute an
-    expression twice): each record's table, schema (``_which``), image text and ordering key; its image
-    parsed; its values made canonical and checked; the struct assembled."""
+    """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the decoded struct of the
+    records decoded here, NULL for the others. A row event of a schema the JVM decodes, written as the
+    JsonConverter writes it, is decoded but for its image: the struct holds its payload's text and a
+    reference to its Connect schema (:func:`~.images.schema_ref`), and the image is made canonical
+    where the table's changes are read (:mod:`.canonical`). Only fixed expressions, whatever the
+    number of tables and schemas: a map from source table to logical table and a set of schema ids."""
     source = f"{ENV}.payload.source"
     key = F.concat_ws(
         "\u0000",
@@ -373,60 +275,32 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         F.lit(TOMBSTONE).alias("reason"),
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
     )
-    if not found.images:
+    decodable = sorted({schema_id for schema_id, _ in found.images})
+    if not decodable:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    # One set of expressions per distinct (image shape, key), not per schema: the expressions' size, and
-    # with it the time Spark takes to plan and compile them every batch, grows with these.
-    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
-    images: list[tuple[ImageSchema, tuple[str, ...]]] = []
-    branches: list[Column] = []
-    descriptors: list[Column] = []
-    for (schema_id, name), schema in sorted(found.images.items()):
-        columns = plan.key(name)
-        k = shapes.setdefault((schema.shape, columns), len(images))
-        if k == len(images):
-            images.append((schema, columns))
-        branches += [F.lit(f"{schema_id}\u0000{name}"), F.lit(k)]
-        descriptors += [F.lit(schema_id), F.lit(schema.descriptor)]
-    which = F.element_at(F.create_map(*branches), F.concat_ws("\u0000", F.col(SCHEMA_ID).cast("string"), table))
     payload = F.col(ENV).getField("payload")
     text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
-    routed = env.select(
-        *KAFKA_KEPT,
-        TOMBSTONE_FLAG,
-        table.alias("_table"),
-        which.alias(_WHICH),
-        text.alias(_TEXT),
-        _seq().alias("_seq"),
-        F.element_at(F.create_map(*descriptors), F.col(SCHEMA_ID)).alias("_schema"),
-        F.col(f"{ENV}.payload.op").alias("_op"),
-        F.col(f"{source}.db").alias("_db"),
-        F.col(f"{source}.table").alias("_tbl"),
-        (_plain_source() & ~_lone_surrogate(text) & table.isNotNull()).alias("_plain"),
-    )
-    kept = [c for c in routed.columns if c != _TEXT]
-    parsed = routed.select(*routed.columns, *[_parsed(k, schema) for k, (schema, _) in enumerate(images)])
-    canonical = parsed.select(*kept, *[_canonical(k, schema, cols) for k, (schema, cols) in enumerate(images)])
-    image: Column | None = None
-    for k, (schema, _) in enumerate(images):
-        row_type = canonical.schema[f"_r{k}"].dataType["row"].dataType  # type: ignore[union-attr,index]
-        value = F.struct(F.col(f"_r{k}").getField("ok").alias("ok"), _row_json(k, schema, row_type).alias("row_json"))
-        image = F.when(F.col(_WHICH) == k, value) if image is None else image.when(F.col(_WHICH) == k, value)
-    assert image is not None
-    parts = canonical.select(*kept, image.alias("_image"))
-    seq = F.col("_seq")
+    seq = _seq()
     decoded = F.struct(
         F.lit(OK).alias("status"),
         F.lit(None).cast("string").alias("reason"),
-        F.col("_table").alias("table"),
-        F.col("_op").alias("op"),
-        F.col("_db").alias("source_db"),
-        F.col("_tbl").alias("source_table"),
+        table.alias("table"),
+        payload.getField("op").alias("op"),
+        F.col(f"{source}.db").alias("source_db"),
+        F.col(f"{source}.table").alias("source_table"),
         seq.alias("seq"),
         F.when(seq.getField("ts_ms") != 0, seq.getField("ts_ms")).alias("source_ts_ms"),
-        F.col("_image.row_json").alias("row_json"),
-        F.col("_schema").alias("schema_json"),
+        F.lit(None).cast("string").alias("row_json"),
+        F.lit(None).cast("string").alias("schema_json"),
+        F.col(PAYLOAD_TEXT).alias("payload"),
+        schema_ref_column(F.col(SCHEMA_ID)).alias("schema_ref"),
     )
-    ok = F.col("_plain") & F.coalesce(F.col("_image.ok"), F.lit(False))
-    fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(ok, decoded)
-    return parts.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST))
+    landed = (
+        F.col(PAYLOAD_TEXT).isNotNull()
+        & F.col(SCHEMA_ID).isin(decodable)
+        & table.isNotNull()
+        & _plain_source()
+        & ~_lone_surrogate(text)
+    )
+    fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(F.coalesce(landed, F.lit(False)), decoded)
+    return env.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST))

@@ -185,10 +185,18 @@ def merge_txn_app_id(app_id: str, table: str) -> str:
 
 def merged_through(spark: SparkSession, path: str, app_id: str, table: str) -> int:
     """The newest landing the table at ``path`` holds (-1: none), from its Delta state now."""
+    return txn_version(spark, path, merge_txn_app_id(app_id, table))
+
+
+def txn_version(spark: SparkSession, path: str, txn_id: str) -> int:
+    """The newest version the Delta table at ``path`` recorded for transaction id ``txn_id`` (-1: none,
+    or no table), from its Delta state now."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return -1
     jvm = spark.sparkContext._jvm
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
     DeltaTable.forPath(spark, path)  # brings the log's snapshot up to date
-    found = log.unsafeVolatileSnapshot().transactions().get(merge_txn_app_id(app_id, table))
+    found = log.unsafeVolatileSnapshot().transactions().get(txn_id)
     return int(found.get()) if found.isDefined() else -1
 
 

@@ -24,7 +24,12 @@ TOMBSTONE = "tombstone"
 
 
 class Decoded(NamedTuple):
-    """The outcome of decoding one record. ``row_json``/``schema_json`` are set for row events only."""
+    """The outcome of decoding one record. ``row_json``/``schema_json`` are set for row events only.
+
+    ``payload`` and ``schema_ref`` are set instead where the image is still as Debezium wrote it: the
+    JVM decoder lands such an event with its envelope's payload text and a reference to its Connect
+    schema, and the image is made canonical where a table's changes are read back
+    (:mod:`cdc_delta.decode.canonical`). The reference decoder never sets them."""
 
     status: str
     reason: str | None = None
@@ -36,6 +41,8 @@ class Decoded(NamedTuple):
     source_ts_ms: int | None = None
     row_json: str | None = None
     schema_json: str | None = None
+    payload: str | None = None
+    schema_ref: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Only a failure of the process (:func:`~cdc_delta.delta.workers.fails_the_batch`)
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 from dataclasses import dataclass
 
@@ -19,8 +20,9 @@ from cdc_delta.changelog.pending import LANDED_AT, Truncate
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, KeyNotKnown, TableConfig
-from cdc_delta.decode.decoded import field, is_row_event
-from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through
+from cdc_delta.decode.decoded import field, is_dead, is_row_event
+from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through, txn_version
+from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.delta.hold import stream_hold, wait_while_held
 from cdc_delta.delta.registry import TableRegistry, registry_path
 from cdc_delta.delta.tables import create_table, enable_manifest, mark_stopped
@@ -59,6 +61,9 @@ class TableChanges:
     truncates: list[Truncate]
     record: StreamCommit
     """What its commit records: this table's name, landing, changes and newest source time."""
+    dead: int = 0
+    """Of its changes, those the reference decoder refused where their images were made canonical
+    (:mod:`cdc_delta.decode.canonical`): they go to the dead letters, not into the table."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ class TableResult:
     merge: MergeResult | None = None
     error: str | None = None
     """Why the table is stopped (its changes stay pending); None while it is not."""
+    dead: int = 0
+    """Changes dead-lettered where their images were made canonical (:attr:`TableChanges.dead`)."""
 
     @property
     def truncated(self) -> int:
@@ -137,9 +144,11 @@ class TableApplier:
             return TableResult(work.name, work.events, error=reason)
         if position >= batch.through_seq:
             return TableResult(work.name, 0, merge=MergeResult(work.name, replayed=True))
+        if work.dead:
+            self._dead_letters(spark, batch, work)
         if not state.exists and not work.descriptors:
             self._merged[work.name] = batch.through_seq
-            return TableResult(work.name, work.events)  # only truncates of a table that holds nothing yet
+            return TableResult(work.name, work.events, dead=work.dead)  # no row: truncates, or dead letters
         self.table(spark, work.name)  # a key not known stops the table before anything is written
         plan = plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
         hold = stream_hold(self.config, work.name)
@@ -150,7 +159,29 @@ class TableApplier:
         state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
         merge = self._merge(batch, work, path, state, spark, position)
         self._merged[work.name] = batch.through_seq
-        return TableResult(work.name, work.events, merge=merge)
+        return TableResult(work.name, work.events, merge=merge, dead=work.dead)
+
+    def _dead_letters(self, spark: SparkSession, batch: TableRound, work: TableChanges) -> None:
+        """The table's changes the reference refused, with their records rebuilt, to the dead letters
+        before its merge, each once: the dead letters record, per table, the newest landing whose
+        refused changes they hold (a transaction id), and only newer ones are appended (a round run
+        again, a table resumed or rebuilt append nothing twice)."""
+        path = self.config.storage.dead_letters
+        txn = f"{merge_txn_app_id(self.config.app_id, work.name)}:dead-letters"
+        held = txn_version(spark, path, txn)
+        rows = batch.changes.where(is_dead() & (field("table") == work.name) & (F.col(LAND_SEQ) > held))
+        newest = rows.agg(F.max(LAND_SEQ)).collect()[0][0]
+        if newest is None:
+            return
+        at = dt.datetime.now(dt.timezone.utc)
+        letters = dead_letter_rows(rows, self.config.app_id, F.col("batch_id"), at, field("reason"))
+        write_dead_letters(letters, path, txn, newest)
+        logger.warning(
+            "table %s: %d changes could not be read where merged; they are in the dead letters (%s), with why",
+            work.name,
+            work.dead,
+            self.config.storage.dead_letters,
+        )
 
     def _read_state(self, spark: SparkSession, name: str, path: str) -> TableState:
         """The table as it is now, checked against the registry (:class:`TableUnavailable` when it was

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.pending import changes, table_summaries
-from cdc_delta.changelog.table import changelog_path, deleted_through, landings, schemas_path
+from cdc_delta.changelog.table import changelog_path, deleted_through, landings
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import KnownTable, TableRegistry, registry_path
@@ -89,7 +89,7 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
     registry = TableRegistry(spark, registry_path(config))
     before = registry.get(name)
     registry.replace(name, path, None)  # the staged table is registered as it is created
-    frame = changes(spark, changelog_path(config), schemas_path(config), {name: (-1, through)})
+    frame = changes(spark, config, {name: (-1, through)})
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         work = table_work(config.app_id, [name], table_summaries(frame), through)[0]

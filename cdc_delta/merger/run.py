@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.append import Landing
 from cdc_delta.changelog.pending import TableSummary, changes, landed_since, table_summaries
-from cdc_delta.changelog.table import changelog_path, ensure_tables, schemas_path
+from cdc_delta.changelog.table import changelog_path, ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import StreamCommit
 from cdc_delta.delta.workers import TableWorkers, fails_the_batch
@@ -54,6 +54,11 @@ class RoundResult:
     finished_at: float = 0.0
 
     @property
+    def dead(self) -> int:
+        """Changes the round dead-lettered (images the reference refused where they were made canonical)."""
+        return sum(t.dead for t in self.tables if not t.error)
+
+    @property
     def pending_events(self) -> int:
         return sum(p.events for p in self.pending.values())
 
@@ -73,7 +78,8 @@ class RoundResult:
             assert m is not None
             state = "held already" if m.replayed else f"+{m.inserted} ~{m.updated}"
             trunc = f" truncated {t.truncated}" if t.truncated else ""
-            shown.append(f"{t.table}: {t.events} changes -> {m.source_rows} keys {state}{trunc} v{m.version}")
+            dead = f" dead-lettered {t.dead}" if t.dead else ""
+            shown.append(f"{t.table}: {t.events} changes -> {m.source_rows} keys {state}{trunc}{dead} v{m.version}")
         if len(merged) > SHOWN_TABLES:
             shown.append(f"and {len(merged) - SHOWN_TABLES} more")
         changes = sum(t.events for t in self.tables if not t.error)
@@ -82,7 +88,8 @@ class RoundResult:
             oldest = f", oldest {self.oldest_pending_s:.0f}s" if self.oldest_pending_s is not None else ""
             behind = f"; pending: {self.pending_events} changes in {len(self.pending)} tables{oldest}"
         return (
-            f"merge through landing {self.through_seq}: {len(self.tables)} tables, {changes} changes "
+            f"merge through landing {self.through_seq}: {len(self.tables)} tables, {changes} changes"
+            f"{f' ({self.dead} dead-lettered)' if self.dead else ''} "
             f"[{'; '.join(stopped + shown)}] in {self.duration_s:.1f}s{behind}"
         )
 
@@ -96,7 +103,9 @@ def table_work(app_id: str, names: list[str], summaries: dict[str, TableSummary]
         record = StreamCommit(
             app_id=app_id, land_seq=through, table=name, events=summary.events, table_max_source_ts_ms=summary.max_ts
         )
-        work.append(TableChanges(name, summary.events, summary.descriptors, summary.truncates, record))
+        work.append(
+            TableChanges(name, summary.events, summary.descriptors, summary.truncates, record, dead=summary.dead)
+        )
     return work
 
 
@@ -110,7 +119,6 @@ class Merger:
         self.config = config
         self.spark = spark.newSession()
         self.path = changelog_path(config)
-        self.schemas = schemas_path(config)
         merge = config.merge
         self.schedule = Schedule(merge.min_events, merge.max_delay_seconds, merge.max_tables_per_round)
         self.applier = TableApplier(self.spark, config)
@@ -189,7 +197,7 @@ class Merger:
         t0 = time.monotonic()
         positions = self._workers.map(self._position, due)
         bounds = {name: (position, through) for name, position in zip(due, positions, strict=True)}
-        frame = changes(self.spark, self.path, self.schemas, bounds).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = changes(self.spark, self.config, bounds).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             work = table_work(self.config.app_id, due, table_summaries(frame), through)
             shared = TableRound(frame, through)

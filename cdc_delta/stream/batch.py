@@ -22,10 +22,10 @@ from cdc_delta.decode.batch import decoder_for
 from cdc_delta.decode.decoded import field
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
+from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
-from cdc_delta.stream.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.stream.results import BatchResult, Steps
 from cdc_delta.stream.stats import collect_stats
 
@@ -83,7 +83,14 @@ class BatchProcessor:
             steps.done("claim")  # the pattern tables against the table index
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(
-                decoding.frame, batch_id, started, record, descriptors, dict(stats.events_by_table), claims.new
+                decoding.frame,
+                batch_id,
+                started,
+                record,
+                descriptors,
+                self._decode.connect_schemas(),
+                dict(stats.events_by_table),
+                claims.new,
             )
             steps.done("land")
             if stats.by_status[DEAD]:

@@ -9,6 +9,7 @@ second replay reads only what is left."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -24,16 +25,17 @@ from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.columns import REPLAYED_AT
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.batch import decoder_for
+from cdc_delta.decode.canonical import canonical_frame
 from cdc_delta.decode.decoded import field, is_dead, is_row_event, is_truncate
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import txn_app_id
+from cdc_delta.delta.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.delta.workers import each_table
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import RoundResult, table_work
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
-from cdc_delta.stream.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
 
@@ -69,8 +71,11 @@ def replay_dead_letters(
     t0 = time.monotonic()
     # Above every earlier replay's: each replay is a transaction version of its own for every table.
     number = int(started.timestamp() * 1000)
-    decoder = decoder_for(replay, decode_plan(replay))
+    plan = decode_plan(replay)
+    decoder = decoder_for(replay, plan)
     decoding = decoder(records)
+    # The images the JVM left as Debezium wrote them are made canonical here, as a merge would.
+    decoding = dataclasses.replace(decoding, frame=canonical_frame(decoding.frame, plan, decoder.connect_schemas()))
     try:
         stats = collect_stats(decoding.frame, key_samples=config.keys_from_records)
         keys = record_keys(config, stats, decoder.key_columns)

@@ -33,7 +33,8 @@ class BatchStats:
     max_ts_by_table: dict[str, int] = dc_field(default_factory=dict)
     max_ts_by_partition: dict[str, dict[str, int]] = dc_field(default_factory=lambda: defaultdict(dict))
     descriptors: dict[str, dict[str, Seq]] = dc_field(default_factory=lambda: defaultdict(dict))
-    """Per table, its row events' distinct ``schema_json`` and the earliest event of each."""
+    """Per table, its row events' distinct ``schema_json`` (or, for images landed as Debezium wrote them,
+    ``schema_ref``) and the earliest event of each."""
     truncates: dict[str, list[tuple[str | None, str | None, Seq]]] = dc_field(default_factory=lambda: defaultdict(list))
     key_samples: dict[tuple[str, str], set[bytes | None]] = dc_field(default_factory=lambda: defaultdict(set))
     """Per (table, topic), Kafka keys of its row events (where asked for, :func:`collect_stats`): of each
@@ -56,7 +57,7 @@ def collect_stats(decoded: DataFrame, key_samples: bool = False) -> BatchStats:
             field("status").alias("status"),
             field("table").alias("table"),
             F.when(field("status") == SKIP, field("reason")).alias("skip_reason"),
-            F.when(is_row_event(), field("schema_json")).alias("descriptor"),
+            F.when(is_row_event(), F.coalesce(field("schema_json"), field("schema_ref"))).alias("descriptor"),
             field("source_db").alias("source_db"),
             field("source_table").alias("source_table"),
             is_truncate().alias("truncate"),

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.changelog.pending import LANDED_AT, TableSummary, changes, table_summaries
-from cdc_delta.changelog.table import LAND_SEQ, changelog_path, schemas_path
+from cdc_delta.changelog.table import LAND_SEQ, changelog_path
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.delta.commits import app_commits, merged_through
@@ -89,7 +89,7 @@ def live_rows(
     bounds = {name: (m.land_seq, upper) for name, m in merged.items()}
     pending, summaries = None, {}
     if DeltaTable.isDeltaTable(spark, changelog_path(config)):  # none before the stream's first batch
-        pending = changes(spark, changelog_path(config), schemas_path(config), bounds)
+        pending = changes(spark, config, bounds)
         summaries = table_summaries(pending)
     out = {}
     for table in wanted:

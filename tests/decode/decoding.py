@@ -5,13 +5,16 @@ compare the two record by record."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc_delta.config import parse_config
 from cdc_delta.decode.batch import decode_batch
-from cdc_delta.decode.jvm import FAST, envelopes, fast_decoded, probe
+from cdc_delta.decode.canonical import canonical_frame
+from cdc_delta.decode.images import schema_ref
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.events.envelope import DecodePlan, decode_record
@@ -19,6 +22,7 @@ from cdc_delta.events.envelope import DecodePlan, decode_record
 Record = tuple[str, int, int, bytes | None, bytes | None]
 """(topic, partition, offset, key, value), as :func:`cdc_delta.demo.batches.kafka_frame` takes them."""
 
+T = TypeVar("T")
 COMPACT = (",", ":")  # as Kafka Connect's JsonConverter writes
 SPACED = (", ", ": ")  # as other producers may
 
@@ -37,15 +41,32 @@ def reference_decoded(records: list[Record], plan: DecodePlan) -> list[dict[str,
     return out
 
 
+def on_jvm_path(
+    spark: Any,
+    records: list[Record],
+    plan: DecodePlan,
+    use: Callable[[DataFrame], T],
+    schemas: dict[int, Any] | None = None,
+) -> T:
+    """``use`` of ``records`` as the JVM path leaves them: decoded as the stream decodes them
+    (:func:`decode_batch`, which leaves some to the reference), then made canonical as the merger reads
+    them (:func:`canonical_frame`, which may too). A record the reference decoded carries its value; the
+    JVM's do not."""
+    schemas = {} if schemas is None else schemas
+    batch = decode_batch(kafka_frame(spark, records), plan, schemas)
+    try:
+        texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
+        return use(canonical_frame(batch.frame, plan, texts))
+    finally:
+        batch.release()
+
+
 def decoded_both_ways(
     spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None
 ) -> list[tuple[Any, Any]]:
     """(JVM path's decoded struct as a dict, reference's Decoded as a dict) per record, by offset."""
-    batch = decode_batch(kafka_frame(spark, records), plan, schemas)
-    try:
-        jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in batch.frame.collect()}
-    finally:
-        batch.release()
+    rows = on_jvm_path(spark, records, plan, lambda frame: frame.collect(), schemas)
+    jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in rows}
     return [(jvm[r[2]], reference) for r, reference in zip(records, reference_decoded(records, plan), strict=True)]
 
 
@@ -96,7 +117,5 @@ def _short(value: Any, limit: int = 200) -> Any:
 
 def fast_share(spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None) -> float:
     """The share of ``records`` the JVM decodes itself (the rest it leaves to the reference)."""
-    frame = kafka_frame(spark, records)
-    env = envelopes(frame)
-    fast = fast_decoded(env, plan, probe(frame, env, plan, schemas))
-    return fast.where(F.col(FAST).isNotNull()).count() / len(records)
+    fast = on_jvm_path(spark, records, plan, lambda frame: frame.where(F.col("value").isNull()).count(), schemas)
+    return fast / len(records)

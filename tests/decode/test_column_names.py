@@ -28,12 +28,11 @@ from hypothesis import strategies as st
 from cdc_delta import columns as C
 from cdc_delta.changelog.status import pending_changes
 from cdc_delta.config import parse_config
-from cdc_delta.decode.batch import decode_batch
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.events.envelope import OK
 from cdc_delta.stream.batch import BatchProcessor
-from tests.decode.decoding import COMPACT, Record, differences, plan_for, reference_decoded
+from tests.decode.decoding import COMPACT, Record, differences, on_jvm_path, plan_for, reference_decoded
 
 pytestmark = pytest.mark.spark
 
@@ -165,12 +164,9 @@ def records_of(table: SourceTable, rows: list[dict[str, Any]], ops: list[str]) -
 
 
 def assert_decoded_as_the_reference(spark: Any, table: SourceTable, records: list[Record]) -> None:
-    batch = decode_batch(kafka_frame(spark, records), PLAN)
-    try:
-        jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in batch.frame.collect()}
-        left_to_reference = batch.cached is not None  # records the JVM did not decode itself
-    finally:
-        batch.release()
+    rows = on_jvm_path(spark, records, PLAN, lambda frame: frame.collect())
+    jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in rows}
+    left_to_reference = any(r["value"] is not None for r in rows)  # records the JVM did not decode itself
     reference = reference_decoded(records, PLAN)
     names = [c.name for c in table.columns]
     problems = []

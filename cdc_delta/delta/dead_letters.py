@@ -13,11 +13,15 @@ from cdc_delta.decode.decoded import field
 from cdc_delta.retry import retry_on_conflict
 
 
-def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datetime, reason: Column) -> DataFrame:
-    """Dead-letter rows for decoded Kafka records, with the raw key and value kept byte for byte."""
+def dead_letter_rows(
+    events: DataFrame, app_id: str, batch_id: int | Column, at: dt.datetime, reason: Column
+) -> DataFrame:
+    """Dead-letter rows for decoded Kafka records, with the raw key and value kept byte for byte;
+    ``batch_id`` the micro-batch they came in (a column where they came in several)."""
+    batch = batch_id if isinstance(batch_id, Column) else F.lit(batch_id)
     return events.select(
         F.lit(app_id).alias("app_id"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        batch.cast("bigint").alias("batch_id"),
         F.col("topic"),
         F.col("partition").cast("int").alias("partition"),
         F.col("offset"),
@@ -33,7 +37,8 @@ def dead_letter_rows(events: DataFrame, app_id: str, batch_id: int, at: dt.datet
 
 def write_dead_letters(rows: DataFrame, path: str, txn_app_id: str, batch_id: int) -> None:
     """Append to the dead-letter table, idempotently per batch (a replayed batch appends nothing):
-    ``txn_app_id`` is the stream's (:func:`cdc_delta.delta.commits.txn_app_id`), the batch id its version."""
+    ``txn_app_id`` is the stream's (:func:`cdc_delta.delta.commits.txn_app_id`), the batch id its version
+    (or a table's merges', the landing its merge holds up to)."""
     (
         rows.write.format("delta")
         .mode("append")
