@@ -65,6 +65,13 @@ class StreamMetrics:
             ["table"],
             registry=r,
         )
+        self.merge_dead = Counter(
+            "cdc_delta_merge_dead_lettered",
+            "Landed changes the merge dead-lettered (their images could not be made canonical; counted as "
+            "landed by cdc_delta_events)",
+            ["table"],
+            registry=r,
+        )
         self.round_duration = Histogram(
             "cdc_delta_merge_round_duration_seconds", "Time of one merge round", buckets=DURATION_BUCKETS, registry=r
         )
@@ -100,6 +107,7 @@ class StreamMetrics:
             for outcome in OUTCOMES:
                 self.events.labels(name, outcome)
             self.stopped.labels(name).set(0)
+            self.merge_dead.labels(name)
             self.pending.labels(name).set(0)
             self.merge_lag.labels(name).set(0)
 
@@ -127,6 +135,7 @@ class StreamMetrics:
                 self.version.labels(t.table).set(t.merge.version)
             if t.error is None:
                 self.merged_seq.labels(t.table).set(result.through_seq)
+                self.merge_dead.labels(t.table).inc(t.dead)
             self.stopped.labels(t.table).set(1 if t.error else 0)
         now = time.time()
         for table in list(self._pending_tables):

@@ -1,0 +1,123 @@
+"""The two forms of a changelog row: images landed as Debezium wrote them (made canonical where merged)
+and canonical JSON (the reference decoder's, and every row of a changelog written before the first form
+existed); and the changes the merge cannot make canonical, which become dead letters there, once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import functions as F
+
+from cdc_delta.changelog.table import changelog_path, schema_id, schemas_path
+from cdc_delta.config import parse_config
+from cdc_delta.decode.plan import decode_plan
+from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.events.envelope import decode_record
+from cdc_delta.merger.rebuild import rebuild_table
+from cdc_delta.merger.run import Merger
+from cdc_delta.stream.batch import BatchProcessor
+from tests.delta_rows import read_canonical
+
+pytestmark = pytest.mark.spark
+
+ITEMS = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int32")))
+TOPIC = "srv.inventory.items"
+OLD_CHANGELOG_DDL = (
+    "land_seq bigint, batch_id bigint, epoch string, landed_at timestamp, `table` string, op string, "
+    "seq struct<phase:int,gtid:bigint,file:bigint,pos:bigint,row:int,ts_ms:bigint,partition:int,offset:bigint>, "
+    "source_ts_ms bigint, source_db string, source_table string, topic string, `partition` int, `offset` bigint, "
+    "row_json string, schema_id string"
+)
+"""The changelog's columns before ``payload`` and ``key``."""
+
+
+def value(offset: int, row: dict[str, Any]) -> bytes:
+    message = envelope(ITEMS, "u", None, row, pos=1000 + offset, server="srv")
+    return json.dumps(message, separators=(",", ":")).encode()  # as the JsonConverter writes
+
+
+def config_for(root: Path) -> Any:
+    return parse_config(
+        {
+            "app_id": "forms",
+            "storage": {"root": str(root)},
+            "tables": [{"name": "inventory.items", "topics": [TOPIC], "key": ["id"]}],
+            "merge": {"max_delay_seconds": 3600},  # merged only when the test says
+        }
+    )
+
+
+def test_a_changelog_from_before_gains_the_columns_and_both_forms_merge(spark: Any, tmp_path: Path) -> None:
+    config = config_for(tmp_path)
+    # A changelog written before: one canonical row, its descriptor stored.
+    old = decode_record(TOPIC, 0, 0, value(0, {"id": 1, "qty": 10}), decode_plan(config))
+    assert old.row_json is not None and old.schema_json is not None
+    old_columns = spark.createDataFrame([], OLD_CHANGELOG_DDL).schema
+    DeltaTable.create(spark).location(changelog_path(config)).addColumns(old_columns).execute()
+    spark.createDataFrame(
+        [(schema_id(old.schema_json), old.schema_json)], "schema_id string, schema_json string"
+    ).write.format("delta").mode("append").save(schemas_path(config))
+    row = (
+        0,
+        0,
+        None,
+        dt.datetime(2026, 1, 1),
+        "inventory.items",
+        "u",
+        tuple(old.seq),
+        old.source_ts_ms,
+        "inventory",
+        "items",
+        TOPIC,
+        0,
+        0,
+        old.row_json,
+        schema_id(old.schema_json),
+    )
+    spark.createDataFrame([row], OLD_CHANGELOG_DDL).write.format("delta").mode("append").save(changelog_path(config))
+
+    merger = Merger(spark, config)
+    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor.process(kafka_frame(spark, [(TOPIC, 0, 1, b"k2", value(1, {"id": 2, "qty": 20}))]), 1)
+    landed = spark.read.format("delta").load(changelog_path(config))
+    assert {"payload", "key"} <= set(landed.columns)
+    forms = {r["offset"]: (r["row_json"] is None, r["payload"] is not None, r["key"]) for r in landed.collect()}
+    assert forms == {0: (False, False, None), 1: (True, True, bytearray(b"k2"))}
+
+    merger.merge_tables(["inventory.items"])
+    _, rows = read_canonical(spark, config.table_path("inventory.items"))
+    assert sorted((r["id"], r["qty"]) for r in rows) == [(1, 10), (2, 20)]
+
+
+def test_a_change_the_merge_cannot_read_is_a_dead_letter_once_with_its_record(spark: Any, tmp_path: Path) -> None:
+    config = config_for(tmp_path)
+    good = value(0, {"id": 1, "qty": 10})
+    bad = value(1, {"id": 2, "qty": 10}).replace(b'"qty":10}', b'"qty":"ten"}')  # a string where the schema says int32
+    merger = Merger(spark, config)
+    processor = BatchProcessor(config, on_landing=merger.landed)
+    result = processor.process(kafka_frame(spark, [(TOPIC, 0, 0, b"k1", good), (TOPIC, 0, 1, b"k2", bad)]), 0)
+    assert (result.landed, result.dead_lettered) == (2, 0)  # both land: the image is read where merged
+
+    first = merger.merge_tables(["inventory.items"])
+    assert first is not None and first.dead == 1
+    reference = decode_record(TOPIC, 0, 1, bad, decode_plan(config))
+    letters = spark.read.format("delta").load(config.storage.dead_letters)
+    found = [(bytes(r["value"]), bytes(r["key"]), r["reason"], r["table"], r["batch_id"]) for r in letters.collect()]
+    assert found == [(bad, b"k2", reference.reason, "inventory.items", 0)]
+    _, rows = read_canonical(spark, config.table_path("inventory.items"))
+    assert [(r["id"], r["qty"]) for r in rows] == [(1, 10)]
+
+    # Another landing merged, then the table rebuilt from every change in the changelog (the refused
+    # one read again): the dead letter is not written twice.
+    processor.process(kafka_frame(spark, [(TOPIC, 0, 2, b"k1", value(2, {"id": 1, "qty": 11}))]), 1)
+    merger.merge_tables(["inventory.items"])
+    rebuild_table(spark, config, "inventory.items")
+    assert spark.read.format("delta").load(config.storage.dead_letters).where(F.col("offset") == 1).count() == 1
+    _, rows = read_canonical(spark, config.table_path("inventory.items"))
+    assert [(r["id"], r["qty"]) for r in rows] == [(1, 11)]
