@@ -78,6 +78,7 @@ def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | N
         schema.alias("schema_id"),
         payload.alias("payload"),
         F.col("key").cast("binary").alias("key"),
+        F.col("timestamp").cast("timestamp").alias("kafka_timestamp"),
     )
     return rows.sortWithinPartitions(TABLE, "seq")
 

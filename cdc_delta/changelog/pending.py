@@ -11,10 +11,11 @@ from dataclasses import field as dc_field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, schemas_path
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, added_fields, changelog_path, schemas_path
 from cdc_delta.config import AppConfig
-from cdc_delta.decode.canonical import made_canonical, raw_images
+from cdc_delta.decode.canonical import made_canonical
 from cdc_delta.decode.decoded import DECODED, decoded_schema, field, is_dead, is_row_event, is_truncate
+from cdc_delta.decode.images import is_schema_ref
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import OK
 from cdc_delta.events.ordering import Seq
@@ -37,16 +38,22 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
     )
     low = min((after for after, _ in bounds.values()), default=-1)
     high = max((through for _, through in bounds.values()), default=-1)
+    landed = spark.read.format("delta").load(path)
+    # A changelog from before the later columns (a reader does not alter it: the stream adds them).
+    landed = landed.select(
+        "*", *[F.lit(None).cast(f.dataType).alias(f.name) for f in added_fields() if f.name not in landed.columns]
+    )
     rows = (
-        spark.read.format("delta")
-        .load(path)
-        .where((F.col(LAND_SEQ) > low) & (F.col(LAND_SEQ) <= high) & F.col(TABLE).isin(sorted(bounds)))
+        landed.where((F.col(LAND_SEQ) > low) & (F.col(LAND_SEQ) <= high) & F.col(TABLE).isin(sorted(bounds)))
         .join(F.broadcast(limits), TABLE)
         .where((F.col(LAND_SEQ) > F.col("_after")) & (F.col(LAND_SEQ) <= F.col("_through")))
     )
     stored = spark.read.format("delta").load(schemas).dropDuplicates(["schema_id"])
-    rows = rows.join(F.broadcast(stored), "schema_id", "left")
-    raw = F.col("payload").isNotNull()
+    # The descriptors only are joined (small); the Connect schemas' texts (kilobytes each) are read on
+    # the driver, those of the pending rows' refs only.
+    descriptors = stored.where(~is_schema_ref(F.col("schema_id")))
+    rows = rows.join(F.broadcast(descriptors), "schema_id", "left")
+    raw = is_schema_ref(F.col("schema_id"))
     fields = {
         "status": F.lit(OK),
         "reason": F.lit(None).cast("string"),
@@ -66,7 +73,7 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
         "topic",
         "partition",
         "offset",
-        F.lit(None).cast("timestamp").alias("timestamp"),
+        F.col("kafka_timestamp").alias("timestamp"),
         "key",
         F.lit(None).cast("binary").alias("value"),
         LAND_SEQ,
@@ -74,7 +81,9 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
         "batch_id",
         F.struct(*[value.alias(name) for name, value in fields.items()]).alias(DECODED),
     )
-    pairs = raw_images(frame)
+    # Found from the (small) ids, not from the payloads.
+    found = rows.where(raw).select(F.col("schema_id").alias("ref"), F.col(TABLE).alias("tbl")).distinct().collect()
+    pairs = sorted((r["ref"], r["tbl"]) for r in found)
     refs = sorted({ref for ref, _ in pairs})
     texts = {r["schema_id"]: r["schema_json"] for r in stored.where(F.col("schema_id").isin(refs)).collect()}
     return made_canonical(frame, decode_plan(config), pairs, texts)

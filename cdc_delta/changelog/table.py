@@ -7,7 +7,7 @@ A table's merge records the landing it holds up to (:mod:`cdc_delta.merger`): it
 the changelog rows past it.
 
 A row holds what rebuilds any table without Kafka: the logical table, op, ordering key, source time
-and shard, the Kafka record (its key too), the micro-batch, and the row image in one of two forms:
+and shard, the Kafka record (its key and timestamp too), the micro-batch, and the row image in one of two forms:
 
 - as Debezium wrote it (JSON records the JVM decodes): ``payload``, the envelope's payload text, and
   ``schema_id``, a reference to its Connect schema (:func:`cdc_delta.decode.images.schema_ref`), whose
@@ -32,7 +32,7 @@ import json
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql.types import StructType, _parse_datatype_string
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from cdc_delta import hadoop_fs
 from cdc_delta.columns import delta_path_identifier
@@ -47,11 +47,13 @@ TABLE = "table"
 CHANGELOG_DDL = (
     f"{LAND_SEQ} bigint, batch_id bigint, epoch string, landed_at timestamp, `{TABLE}` string, op string, "
     f"seq {SEQ_DDL}, source_ts_ms bigint, source_db string, source_table string, topic string, "
-    "`partition` int, `offset` bigint, row_json string, schema_id string, payload string, `key` binary"
+    "`partition` int, `offset` bigint, row_json string, schema_id string, payload string, `key` binary, "
+    "kafka_timestamp timestamp"
 )
-"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image. ``payload`` and
-``key`` were added later: a changelog written before gains them (:func:`ensure_tables`)."""
-ADDED_COLUMNS = ("payload", "key")
+"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image. ``payload``,
+``key`` and ``kafka_timestamp`` were added later: a changelog written before gains them
+(:func:`ensure_tables`); a reader sees them null in its rows (:func:`added_fields`)."""
+ADDED_COLUMNS = ("payload", "key", "kafka_timestamp")
 SCHEMAS_DDL = "schema_id string, schema_json string"
 TABLES_DDL = (
     f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp, "
@@ -84,6 +86,11 @@ def changelog_schema() -> StructType:
     return _struct(CHANGELOG_DDL)
 
 
+def added_fields() -> list[StructField]:
+    """The changelog's columns added after its first release (null in the rows landed before)."""
+    return [f for f in changelog_schema().fields if f.name in ADDED_COLUMNS]
+
+
 def schemas_schema() -> StructType:
     return _struct(SCHEMAS_DDL)
 
@@ -109,7 +116,7 @@ def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
             DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
     path = changelog_path(config)
     present = set(DeltaTable.forPath(spark, path).toDF().columns)
-    added = [f for f in changelog_schema().fields if f.name in ADDED_COLUMNS and f.name not in present]
+    added = [f for f in added_fields() if f.name not in present]
     if added:
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
         spark.sql(f"ALTER TABLE {delta_path_identifier(path)} ADD COLUMNS ({columns})")

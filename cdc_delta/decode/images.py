@@ -74,6 +74,12 @@ def schema_ref(schema_id: int) -> str:
     return f"{_REF_PREFIX}{schema_id & 0xFFFFFFFFFFFFFFFF:016X}"
 
 
+def is_schema_ref(schema_id: Column) -> Column:
+    """Whether a changelog row's ``schema_id`` is a Connect schema's reference (its image is as Debezium
+    wrote it), not a column descriptor's id."""
+    return schema_id.startswith(_REF_PREFIX)
+
+
 def schema_ref_column(schema_id: Column) -> Column:
     """:func:`schema_ref` of a column of schema ids, in Spark."""
     return F.concat(F.lit(_REF_PREFIX), F.lpad(F.hex(schema_id), 16, "0"))

@@ -36,6 +36,7 @@ from cdc_delta.merger.rows import typed_rows
 from cdc_delta.merger.schema_evolution import SchemaPlan, plan_schema
 from cdc_delta.merger.target import TableState, apply_schema_plan, table_state
 from cdc_delta.merger.truncates import segments
+from cdc_delta.retry import retry_on_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,8 @@ class TableResult:
     error: str | None = None
     """Why the table is stopped (its changes stay pending); None while it is not."""
     dead: int = 0
-    """Changes dead-lettered where their images were made canonical (:attr:`TableChanges.dead`)."""
+    """Changes dead-lettered where their images were made canonical (:attr:`TableChanges.dead`), by
+    this round (not those an earlier one did)."""
 
     @property
     def truncated(self) -> int:
@@ -144,11 +146,10 @@ class TableApplier:
             return TableResult(work.name, work.events, error=reason)
         if position >= batch.through_seq:
             return TableResult(work.name, 0, merge=MergeResult(work.name, replayed=True))
-        if work.dead:
-            self._dead_letters(spark, batch, work)
+        dead = self._dead_letters(spark, batch, work) if work.dead else 0
         if not state.exists and not work.descriptors:
             self._merged[work.name] = batch.through_seq
-            return TableResult(work.name, work.events, dead=work.dead)  # no row: truncates, or dead letters
+            return TableResult(work.name, work.events, dead=dead)  # no row: truncates, or dead letters
         self.table(spark, work.name)  # a key not known stops the table before anything is written
         plan = plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
         hold = stream_hold(self.config, work.name)
@@ -159,29 +160,34 @@ class TableApplier:
         state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
         merge = self._merge(batch, work, path, state, spark, position)
         self._merged[work.name] = batch.through_seq
-        return TableResult(work.name, work.events, merge=merge, dead=work.dead)
+        return TableResult(work.name, work.events, merge=merge, dead=dead)
 
-    def _dead_letters(self, spark: SparkSession, batch: TableRound, work: TableChanges) -> None:
+    def _dead_letters(self, spark: SparkSession, batch: TableRound, work: TableChanges) -> int:
         """The table's changes the reference refused, with their records rebuilt, to the dead letters
         before its merge, each once: the dead letters record, per table, the newest landing whose
         refused changes they hold (a transaction id), and only newer ones are appended (a round run
-        again, a table resumed or rebuilt append nothing twice)."""
+        again, a table resumed or rebuilt append nothing twice). Returns how many were appended."""
         path = self.config.storage.dead_letters
         txn = f"{merge_txn_app_id(self.config.app_id, work.name)}:dead-letters"
         held = txn_version(spark, path, txn)
         rows = batch.changes.where(is_dead() & (field("table") == work.name) & (F.col(LAND_SEQ) > held))
-        newest = rows.agg(F.max(LAND_SEQ)).collect()[0][0]
-        if newest is None:
-            return
+        found = rows.agg(F.count(F.lit(1)).alias("n"), F.max(LAND_SEQ).alias("newest")).collect()[0]
+        if not found["n"]:
+            return 0
         at = dt.datetime.now(dt.timezone.utc)
         letters = dead_letter_rows(rows, self.config.app_id, F.col("batch_id"), at, field("reason"))
-        write_dead_letters(letters, path, txn, newest)
+        # Tables are merged concurrently: a race with another table's dead letters is retried (the
+        # transaction id keeps the retry from appending twice).
+        retry_on_conflict(
+            lambda: write_dead_letters(letters, path, txn, found["newest"]), f"dead letters of {work.name}"
+        )
         logger.warning(
             "table %s: %d changes could not be read where merged; they are in the dead letters (%s), with why",
             work.name,
-            work.dead,
-            self.config.storage.dead_letters,
+            found["n"],
+            path,
         )
+        return int(found["n"])
 
     def _read_state(self, spark: SparkSession, name: str, path: str) -> TableState:
         """The table as it is now, checked against the registry (:class:`TableUnavailable` when it was

@@ -13,6 +13,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
+from cdc_delta.changelog.pending import changes
 from cdc_delta.changelog.table import changelog_path, schema_id, schemas_path
 from cdc_delta.config import parse_config
 from cdc_delta.decode.plan import decode_plan
@@ -82,11 +83,16 @@ def test_a_changelog_from_before_gains_the_columns_and_both_forms_merge(spark: A
     )
     spark.createDataFrame([row], OLD_CHANGELOG_DDL).write.format("delta").mode("append").save(changelog_path(config))
 
+    # A reader (a live view, a rebuild) reads it as it is: it does not alter the changelog.
+    read = changes(spark, config, {"inventory.items": (-1, 10)}).select("_decoded.row_json").collect()
+    assert [r["row_json"] for r in read] == [old.row_json]
+    assert "payload" not in spark.read.format("delta").load(changelog_path(config)).columns
+
     merger = Merger(spark, config)
     processor = BatchProcessor(config, on_landing=merger.landed)
     processor.process(kafka_frame(spark, [(TOPIC, 0, 1, b"k2", value(1, {"id": 2, "qty": 20}))]), 1)
     landed = spark.read.format("delta").load(changelog_path(config))
-    assert {"payload", "key"} <= set(landed.columns)
+    assert {"payload", "key", "kafka_timestamp"} <= set(landed.columns)
     forms = {r["offset"]: (r["row_json"] is None, r["payload"] is not None, r["key"]) for r in landed.collect()}
     assert forms == {0: (False, False, None), 1: (True, True, bytearray(b"k2"))}
 
@@ -110,6 +116,7 @@ def test_a_change_the_merge_cannot_read_is_a_dead_letter_once_with_its_record(sp
     letters = spark.read.format("delta").load(config.storage.dead_letters)
     found = [(bytes(r["value"]), bytes(r["key"]), r["reason"], r["table"], r["batch_id"]) for r in letters.collect()]
     assert found == [(bad, b"k2", reference.reason, "inventory.items", 0)]
+    assert letters.where(F.col("kafka_timestamp").isNull()).count() == 0  # landed with its record
     _, rows = read_canonical(spark, config.table_path("inventory.items"))
     assert [(r["id"], r["qty"]) for r in rows] == [(1, 10)]
 
