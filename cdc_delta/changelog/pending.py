@@ -85,7 +85,9 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
     found = rows.where(raw).select(F.col("schema_id").alias("ref"), F.col(TABLE).alias("tbl")).distinct().collect()
     pairs = sorted((r["ref"], r["tbl"]) for r in found)
     refs = sorted({ref for ref, _ in pairs})
-    texts = {r["schema_id"]: r["schema_json"] for r in stored.where(F.col("schema_id").isin(refs)).collect()}
+    texts = {}
+    if refs:  # none where every pending row is canonical (Avro, a changelog from before): nothing to read
+        texts = {r["schema_id"]: r["schema_json"] for r in stored.where(F.col("schema_id").isin(refs)).collect()}
     return made_canonical(frame, decode_plan(config), pairs, texts)
 
 

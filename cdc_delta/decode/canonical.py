@@ -95,13 +95,11 @@ def made_canonical(
             distinct.append((schema, key))
         branches += [F.lit(f"{ref}\u0000{table}"), F.lit(k)]
     refs = sorted({ref for ref, _ in pairs})
+    raw = field("payload").isNotNull()
     if not distinct:
-        return frame.where(~field("payload").isNotNull()).unionByName(
-            _left_to_reference(frame.where(field("payload").isNotNull()), plan, refs, texts)
-        )
+        return frame.where(~raw).unionByName(_left_to_reference(frame.where(raw), plan, refs, texts))
     known = sorted(images)
     descriptors = F.create_map(*[c for ref in known for c in (F.lit(ref), F.lit(images[ref].descriptor))])
-    raw = field("payload").isNotNull()
     which = F.element_at(F.create_map(*branches), F.concat_ws("\u0000", field("schema_ref"), field("table")))
     sides = F.from_json(field("payload"), _SIDES, STRICT_JSON)
     text = F.when(field("op") == "d", sides.getField("before")).otherwise(sides.getField("after"))

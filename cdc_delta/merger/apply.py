@@ -21,7 +21,7 @@ from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, KeyNotKnown, TableConfig
 from cdc_delta.decode.decoded import field, is_dead, is_row_event
-from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through, txn_version
+from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through, txn_app_id, txn_version
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.delta.hold import stream_hold, wait_while_held
 from cdc_delta.delta.registry import TableRegistry, registry_path
@@ -168,7 +168,7 @@ class TableApplier:
         refused changes they hold (a transaction id), and only newer ones are appended (a round run
         again, a table resumed or rebuilt append nothing twice). Returns how many were appended."""
         path = self.config.storage.dead_letters
-        txn = f"{merge_txn_app_id(self.config.app_id, work.name)}:dead-letters"
+        txn = txn_app_id(self.config.app_id, None, work.name, "dead-letters")
         held = txn_version(spark, path, txn)
         rows = batch.changes.where(is_dead() & (field("table") == work.name) & (F.col(LAND_SEQ) > held))
         found = rows.agg(F.count(F.lit(1)).alias("n"), F.max(LAND_SEQ).alias("newest")).collect()[0]
