@@ -112,6 +112,8 @@ class AppConfig(Frozen):
     change stops the table like any other incompatible change."""
     _made: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     """The tables the pattern entries made, as far as known (:meth:`knowing`), with their recorded keys."""
+    _owners: tuple[list[TableConfig], Owners, dict[str, TableConfig]] | None = PrivateAttr(default=None)
+    """:meth:`owner`'s index of :attr:`tables`, and the list it was built from."""
     type_widening: Literal["rewrite", "delta_feature"] = "rewrite"
     """How a column is widened. ``rewrite``: the table's files are rewritten with the wider type in one
     commit, so every reader (delta-rs, Trino, symlink manifests) can still open the table; it costs a
@@ -337,8 +339,15 @@ class AppConfig(Frozen):
     def owner(self, name: str) -> TableConfig | None:
         """The entry that a table named ``name`` belongs to: the table listed under that name, else the first
         pattern entry whose names look like it. Names decide, so every process finds the same entry."""
-        owner = Owners(t.name for t in self.tables).of(name)
-        return next((t for t in self.tables if t.name == owner), None)
+        tables, owners, by_name = self._owners or (None, None, None)
+        if tables is not self.tables or owners is None or by_name is None:  # built once (a batch asks per table)
+            by_name = {}
+            for t in self.tables:
+                by_name.setdefault(t.name, t)
+            owners = Owners(by_name)
+            self._owners = (self.tables, owners, by_name)
+        owner = owners.of(name)
+        return None if owner is None else by_name.get(owner)
 
     def pattern_table(self, name: str) -> TableConfig | None:
         """The table named ``name`` that a pattern entry makes, or None. Raises :class:`KeyNotKnown` for a

@@ -38,6 +38,10 @@ def test_a_made_table_has_its_entrys_key_and_settings_and_a_path_from_its_name()
     assert c.storage.table_path(made) == "/lake/shop/items"
     assert c.table("crm.people").key == ["uuid"]  # the later entry: the first one's names are all shop.*
     assert c.table("shop.orders").key == ["order_id"]  # a listed table owns its name, wherever it is listed
+    # The entries are indexed once (a batch asks per table); a copy with other tables asks those.
+    copy = c.model_copy(update={"tables": [c.tables[0].model_copy(update={"key": ["other"]}), *c.tables[1:]]})
+    assert (copy.table("shop.orders").key, c.table("shop.orders").key) == (["other"], ["order_id"])
+    assert copy.owner("nowhere") is None and copy.owner("shop.items") is copy.tables[1]
 
 
 def test_every_table_is_the_listed_ones_then_those_the_index_found() -> None:
