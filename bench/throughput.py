@@ -10,12 +10,19 @@ Parts (--parts, all by default), every figure measured in this run on this machi
 - batch1000: the batch function's landing for 1,000 tables x --batch-events/1,000 (each of its own
   shape, one partition each) vs 1 table x --batch-events, in the same run (tables_1000_batch_ratio):
   the ingest's cost per table, where the 1,000-table target is decided (merges excluded, as above).
+- read: one batch of --read-events events of 1 table (3 partitions) through the batch function against
+  Spark reading and counting the same records (ingest_to_kafka_read_ratio: read seconds / batch seconds).
 - sustained: the stream as a process (`cdc-delta stream --until-caught-up`, which ends with every
   table merged) over a backlog, batches of --sustained-batch events: 1 table and 100 tables with the
   merge defaults (two phases: merges beside the ingest), and, the baseline in the same run, 100
   tables with `merge.max_delay_seconds: 0` (every table merged after every batch, the design before
   the two phases); ingest events/s = events / batch seconds, end to end = events / wall time until
   every table is merged; the first batch left out.
+- sustained1000: the ingest alone (`merge.in_stream: false`: the merges are `cdc-delta merge`'s, a second
+  job) as a process over a backlog of twice --sustained-events events in batches of --sustained-batch: 1,000
+  tables (one partition each, each of its own shape) against 1 table, in the same run
+  (ingest_events_per_s_1000_tables, tables_1000_ingest_ratio). The stream's consumers are pooled across
+  batches, which the batch1000 part's one-off reads are not.
 - latency: 100 tables, a 10 s trigger, merges on their defaults, produced at --latency-rate (default
   half the 100-table sustained rate) for --latency-seconds: per change, landed (its landing's commit
   time minus its source time) and merged (its table's merge commit time minus its source time).
@@ -52,10 +59,12 @@ from results_file import write_results
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "bench" / "results" / "throughput.json"
 sys.path.insert(0, str(ROOT))  # the tests' helpers
-BATCH_LINE = re.compile(r"batch \d+: (\d+) in, \d+ landed.*? in ([\d.]+)s")
+BATCH_LINE = re.compile(r"batch (\d+): (\d+) in, \d+ landed.*? in ([\d.]+)s")
+STEPS_LINE = re.compile(r"batch (\d+) steps: (.*)$")
+STEP = re.compile(r"(\w+) ([\d.]+)s")
 ROUND_LINE = re.compile(r"merge through landing \d+: (\d+) tables, .* in ([\d.]+)s")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
-PARTS = ("decode", "batch", "batch1000", "merge", "sustained", "latency", "snapshot")
+PARTS = ("decode", "batch", "batch1000", "read", "merge", "sustained", "sustained1000", "latency", "snapshot")
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
 
@@ -210,7 +219,8 @@ def one_batch(
 ) -> tuple[float, list[float], dict[str, float]]:
     """Seconds the batch function takes for ``events`` new records: the median of ``repeats``
     successive batches (and each), after a warm-up batch created the tables; and the median seconds of
-    each step of the landing (decode, count, claim, land: where its time goes)."""
+    each step of the landing (decode, count, claim, land: where its time goes), beside ``kafka_read``:
+    Spark reading and counting the same records, timed just before (the floor of any ingest)."""
     from cdc_delta.config import parse_config
     from cdc_delta.stream.batch import BatchProcessor
 
@@ -224,9 +234,10 @@ def one_batch(
     for batch_id in range(1, repeats + 1):
         start = end_offsets(bootstrap, server)
         produce(bootstrap, server, tables, events, partitions, seed=2 + batch_id)
+        read = timed(lambda: records_from(spark, bootstrap, server, start).count())  # noqa: B023 (called here)
         records = records_from(spark, bootstrap, server, start)
         t0 = time.monotonic()
-        steps.append(processor.process(records, batch_id).steps)
+        steps.append({**processor.process(records, batch_id).steps, "kafka_read": read})
         seconds.append(round(time.monotonic() - t0, 2))
     median_steps = {step: round(statistics.median(s.get(step, 0.0) for s in steps), 2) for step in steps[0]}
     return statistics.median(seconds), seconds, median_steps
@@ -244,6 +255,16 @@ def part_batch_1000(spark: Any, bootstrap: str, folder: Path, events: int, repea
         "batch_seconds": {"1_table": one_s, "1000_tables": many_s},
         "step_seconds": {"1_table": one_steps, "1000_tables": many_steps},
         "tables_1000_batch_ratio": round(many / one, 2),
+    }
+
+
+def part_read(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
+    seconds, _, steps = one_batch(spark, bootstrap, folder, "r1", source_tables(1, "r1"), 3, events, 1)
+    return {
+        "read_events": events,
+        "batch_s": round(seconds, 2),
+        "step_seconds": steps,
+        "ingest_to_kafka_read_ratio": round(steps["kafka_read"] / seconds, 3),
     }
 
 
@@ -286,9 +307,20 @@ def part_batch(spark: Any, bootstrap: str, folder: Path, events: int, repeats: i
 # --- the stream as a process ---------------------------------------------------------------------
 
 
-def stream(config: Path, log: Path, *extra: str, background: bool = False) -> subprocess.Popen[bytes]:
+def stream(
+    config: Path, log: Path, *extra: str, background: bool = False, verbose: bool = False
+) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(config), *extra],
+        [
+            sys.executable,
+            "-m",
+            "cdc_delta.cli",
+            *(["-v"] if verbose else []),
+            "stream",
+            "--config",
+            str(config),
+            *extra,
+        ],
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
     )
@@ -313,44 +345,66 @@ def log_time(line: str) -> float | None:
 
 
 def sustained(
-    bootstrap: str, folder: Path, server: str, tables: int, events: int, batch: int, merge: dict[str, Any] | None = None
+    bootstrap: str,
+    folder: Path,
+    server: str,
+    tables: int,
+    events: int,
+    batch: int,
+    merge: dict[str, Any] | None = None,
+    partitions: int = 3,
 ) -> dict[str, Any]:
     """The stream as a process over a backlog (`--until-caught-up`, which ends with every table merged).
     Ingest events/s: events / the batches' own seconds (with ``max_delay_seconds: 0``, landing and the
     merges after it; else landing, the merges running beside); end to end: events / the wall time from
     the end of the first batch to the last log line (every table merged); the first batch is left out
-    of both (JIT warm-up, and before the two phases, table creation)."""
+    of both (JIT warm-up, and before the two phases, table creation), and so is a last batch of less
+    than half a batch (the backlog's remainder: a batch's fixed cost over a few events is no rate).
+    The stream logs verbosely: the median seconds of each step of the steady batches are kept."""
     sources = source_tables(tables, server)
-    produce(bootstrap, server, sources, events, 3, seed=4)
+    produce(bootstrap, server, sources, events, partitions, seed=4)
     config = bench_config(folder, bootstrap, server, sources, max_offsets_per_trigger=batch)
     if merge is not None:
         config["merge"] = merge
     log = folder / f"{server}.log"
-    stream(write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, "--until-caught-up")
-    lines = log.read_text().splitlines()
-    rows, merges = [], []
+    stream(
+        write_yaml(folder, server, {**config, "trigger_interval": "10 seconds"}), log, "--until-caught-up", verbose=True
+    )
+    lines = [line for line in log.read_text().splitlines() if " DEBUG " not in line or STEPS_LINE.search(line)]
+    rows, merges, steps = [], [], {}
     for line in lines:
-        if m := BATCH_LINE.search(line):
+        if m := STEPS_LINE.search(line):
+            steps[int(m.group(1))] = {k: float(v) for k, v in STEP.findall(m.group(2))}
+        elif m := BATCH_LINE.search(line):
             inline = ROUND_LINE.search(line)
-            rows.append(
-                (int(m.group(1)), float(m.group(2)) + (float(inline.group(2)) if inline else 0.0), log_time(line))
-            )
+            seconds = float(m.group(3)) + (float(inline.group(2)) if inline else 0.0)
+            rows.append((int(m.group(1)), int(m.group(2)), seconds, log_time(line)))
         elif m := ROUND_LINE.search(line):
             merges.append((int(m.group(1)), float(m.group(2))))
     steady = rows[1:] or rows
+    if len(steady) > 1 and steady[-1][1] < batch / 2:
+        steady = steady[:-1]
     times = [t for t in map(log_time, lines) if t is not None]
-    first_end = rows[0][2] if rows and rows[0][2] is not None else None
+    first_end = rows[0][3] if rows and rows[0][3] is not None else None
     wall = (times[-1] - first_end) if times and first_end is not None else None
-    steady_events = sum(n for n, _, _ in steady)
+    steady_events = sum(n for _, n, _, _ in steady)
+    steady_steps = [steps[b] for b, _, _, _ in steady if b in steps]
     return {
         "tables": tables,
         "merge": merge or "defaults",
-        "events": sum(n for n, _, _ in rows),
+        "events": sum(n for _, n, _, _ in rows),
         "batches": len(rows),
-        "batch_seconds": [round(s, 1) for _, s, _ in rows],
+        "batch_events": [n for _, n, _, _ in rows],
+        "batch_seconds": [round(s, 1) for _, _, s, _ in rows],
+        "steady_batches": len(steady),
+        "step_seconds": {
+            step: round(statistics.median(s.get(step, 0.0) for s in steady_steps), 2) for step in steady_steps[0]
+        }
+        if steady_steps
+        else {},
         "rounds_beside": len(merges),
         "round_seconds_total": round(sum(s for _, s in merges), 1),
-        "events_per_s": round(steady_events / sum(s for _, s, _ in steady)),
+        "events_per_s": round(steady_events / sum(s for _, _, s, _ in steady)),
         "end_to_end_events_per_s": round(steady_events / wall) if wall else None,
     }
 
@@ -415,7 +469,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         if done is not None:
             merged.append(done - source_s)
     spark.stop()
-    rows = [(int(m.group(1)), float(m.group(2))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
+    rows = [(int(m.group(2)), float(m.group(3))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
     return {
         "rate_events_per_s": round(rate),
         "seconds": seconds,
@@ -595,6 +649,7 @@ def main() -> None:
     parser.add_argument("--decode-events", type=int, default=200_000)
     parser.add_argument("--batch-events", type=int, default=10_000)
     parser.add_argument("--batch-repeats", type=int, default=3)
+    parser.add_argument("--read-events", type=int, default=200_000)
     parser.add_argument("--sustained-events", type=int, default=150_000)
     parser.add_argument("--sustained-batch", type=int, default=50_000)
     parser.add_argument("--latency-seconds", type=int, default=120)
@@ -635,6 +690,9 @@ def main() -> None:
             key = "batch1000" if args.batch_events == 10_000 else f"batch1000_{args.batch_events}_events"
             figures[key] = part_batch_1000(spark, bootstrap, folder, args.batch_events, args.batch_repeats)
             print(json.dumps(figures[key]), flush=True)
+        if "read" in parts:
+            figures["read"] = part_read(spark, bootstrap, folder, args.read_events)
+            print(json.dumps(figures["read"]), flush=True)
         if "merge" in parts:
             figures["merge"] = part_merge(spark, folder, args.snapshot_rows)
             print(json.dumps(figures["merge"]), flush=True)
@@ -660,6 +718,15 @@ def main() -> None:
                 runs[key] = sustained(bootstrap, folder, server, tables, events, batch, merge)
                 print(json.dumps(runs[key]), flush=True)
             figures["sustained"] = runs
+        if "sustained1000" in parts:
+            ingest_only = {"in_stream": False}
+            figures["sustained1000"] = {
+                key: sustained(
+                    bootstrap, folder, server, tables, 2 * args.sustained_events, args.sustained_batch, ingest_only, 1
+                )
+                for key, server, tables in (("1_table", "i1", 1), ("1000_tables", "i1000", 1000))
+            }
+            print(json.dumps(figures["sustained1000"]), flush=True)
         if "latency" in parts:
             rate = args.latency_rate or sustained_100_tables(figures) / 2
             figures["latency"] = part_latency(bootstrap, folder, rate, args.latency_seconds)
@@ -678,6 +745,9 @@ def sustained_100_tables(figures: dict[str, Any]) -> float:
 def headline(figures: dict[str, Any]) -> dict[str, Any]:
     """The figures under the keys issue 26 names (None where the part did not run)."""
     s, b, lat = figures.get("sustained", {}), figures.get("batch", {}), figures.get("latency", {})
+    alone = figures.get("sustained1000", {})
+    alone_one = alone.get("1_table", {}).get("events_per_s")
+    thousand = alone.get("1000_tables", {}).get("events_per_s")
     one = s.get("1_table", {}).get("events_per_s")
     many = s.get("100_tables", {}).get("events_per_s")
     every = s.get("100_tables_every_batch", {}).get("events_per_s")
@@ -691,6 +761,9 @@ def headline(figures: dict[str, Any]) -> dict[str, Any]:
         "partitions_batch_ratio": b.get("partitions_batch_ratio"),
         "tables_batch_ratio": b.get("tables_batch_ratio"),
         "tables_1000_batch_ratio": figures.get("batch1000", {}).get("tables_1000_batch_ratio"),
+        "ingest_to_kafka_read_ratio": figures.get("read", {}).get("ingest_to_kafka_read_ratio"),
+        "ingest_events_per_s_1000_tables": thousand,
+        "tables_1000_ingest_ratio": round(thousand / alone_one, 2) if thousand and alone_one else None,
         "landed_p50_s": lat.get("landed_p50_s"),
         "landed_p99_s": lat.get("landed_p99_s"),
         "merged_lag_p50_s": lat.get("merged_lag_p50_s"),
