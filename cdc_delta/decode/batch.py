@@ -12,6 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cdc_delta import local_checkpoint
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.avro import decode_avro_batch
 from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS
@@ -52,9 +53,7 @@ class DecodedBatch:
     def release(self) -> None:
         if self.cached is not None:
             self.cached.unpersist()
-        # A local checkpoint's blocks belong to the RDD under its plan; Spark frees them only when the
-        # RDD is garbage collected on the driver, so they are freed here, batch by batch.
-        self.checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
+        local_checkpoint.release(self.checkpointed)  # batch by batch, not when the driver collects garbage
 
 
 def with_values(rows: DataFrame, raw: DataFrame, broadcast: bool = True) -> DataFrame:

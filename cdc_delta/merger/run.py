@@ -2,7 +2,7 @@
 own schedule (:mod:`.schedule`), a round at a time.
 
 A round takes the due tables (at most ``merge.max_tables_per_round``, most overdue first), reads their
-pending changes from the changelog in one pass (cached for the round), learns their column descriptors
+pending changes from the changelog in one pass (checkpointed locally for the round), learns their column descriptors
 and truncates in one small job, and applies each table's changes (:mod:`.apply`) ``merge.concurrency``
 at a time, each table in a Spark session of its own. Every table's commit holds the changes up to the
 round's newest landing and records it (Delta's transaction id ``<app_id>:<table>:merge``, version the
@@ -23,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from cdc_delta import hadoop_fs
+from cdc_delta import hadoop_fs, local_checkpoint
 from cdc_delta.changelog.append import Landing
 from cdc_delta.changelog.pending import TableSummary, changes, landed_since, table_summaries
 from cdc_delta.changelog.table import changelog_path, ensure_tables
@@ -197,13 +196,16 @@ class Merger:
         t0 = time.monotonic()
         positions = self._workers.map(self._position, due)
         bounds = {name: (position, through) for name, position in zip(due, positions, strict=True)}
-        frame = changes(self.spark, self.config, bounds).persist(StorageLevel.MEMORY_AND_DISK)
+        # Checkpointed, not cached: every table's queries would plan over the expressions that make the
+        # round's images canonical, one set per shape among its tables (a round of 50 tables of distinct
+        # shapes took 289 s cached; 20 tables 59.7 s cached, 32.9 s checkpointed).
+        frame = changes(self.spark, self.config, bounds).localCheckpoint(eager=True)
         try:
             work = table_work(self.config.app_id, due, table_summaries(frame), through)
             shared = TableRound(frame, through)
             results = self._workers.map(lambda session, table: self.applier.apply(session, shared, table), work)
         finally:
-            frame.unpersist()
+            local_checkpoint.release(frame)
         for result in results:
             if not result.error:
                 self.schedule.merged(result.table, through)
