@@ -339,13 +339,13 @@ class AppConfig(Frozen):
     def owner(self, name: str) -> TableConfig | None:
         """The entry that a table named ``name`` belongs to: the table listed under that name, else the first
         pattern entry whose names look like it. Names decide, so every process finds the same entry."""
-        tables, owners, by_name = self._owners or (None, None, None)
-        if tables is not self.tables or owners is None or by_name is None:  # built once (a batch asks per table)
-            by_name = {}
+        index = self._owners
+        if index is None or index[0] is not self.tables:  # built once per list (a batch asks per table)
+            by_name: dict[str, TableConfig] = {}
             for t in self.tables:
                 by_name.setdefault(t.name, t)
-            owners = Owners(by_name)
-            self._owners = (self.tables, owners, by_name)
+            index = self._owners = (self.tables, Owners(by_name), by_name)
+        _, owners, by_name = index
         owner = owners.of(name)
         return None if owner is None else by_name.get(owner)
 

@@ -76,8 +76,8 @@ def decode_batch(
     raw = batch.coalesce(spark.sparkContext.defaultParallelism)
     env = envelopes(raw).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        found = probe(raw, env, plan, schemas)  # reads the batch from Kafka and parses it, once
-        candidates = fast_decoded(env, plan, found).localCheckpoint(eager=True)
+        landable = probe(raw, env, plan, schemas)  # reads the batch from Kafka and parses it, once
+        candidates = fast_decoded(env, landable).localCheckpoint(eager=True)
     finally:
         env.unpersist()
     fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))

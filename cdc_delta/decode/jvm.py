@@ -28,7 +28,6 @@ one. A record either decoder refuses is dead-lettered with the reason, never dro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -124,15 +123,9 @@ def envelopes(batch: DataFrame) -> DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Probe:
-    """What the batch holds, as the driver needs it: per schema id, the decodable image schema and the
-    logical table its records route to; and the records the JVM lands, by where they come from."""
-
-    images: dict[tuple[int, str], ImageSchema]
-    landable: dict[tuple[str, int], str]
-    """(route key (:func:`route_key`), schema id) -> logical table, for every routed source table and
-    decodable schema seen together."""
+Landable = dict[tuple[str, int], str]
+"""What :func:`probe` finds: (route key (:func:`route_key`), schema id) -> logical table, for every routed
+source table and decodable schema seen together in the batch: the records the JVM lands."""
 
 
 def route_key(topic: str, db: str | None, tbl: str | None) -> str:
@@ -141,7 +134,7 @@ def route_key(topic: str, db: str | None, tbl: str | None) -> str:
 
 def probe(
     batch: DataFrame, env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
-) -> Probe:
+) -> Landable:
     """A small job over the parsed batch (``env``, the :func:`envelopes` of ``batch``), its distinct
     (topic, db, table, schema id), each triple routed; and, where some are new, another job that reads
     the text of each schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept
@@ -160,14 +153,11 @@ def probe(
     new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
     wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new}
     known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(batch, wanted).items())
-    images: dict[tuple[int, str], ImageSchema] = {}
-    landable: dict[tuple[str, int], str] = {}
-    for r, table in routed:
-        image = known.get(r[SCHEMA_ID])
-        if table is not None and image is not None:
-            images[(r[SCHEMA_ID], table)] = image
-            landable[(route_key(r["topic"], r["db"], r["tbl"]), r[SCHEMA_ID])] = table
-    return Probe(images, landable)
+    return {
+        (route_key(r["topic"], r["db"], r["tbl"]), r[SCHEMA_ID]): table
+        for r, table in routed
+        if table is not None and known.get(r[SCHEMA_ID]) is not None
+    }
 
 
 def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
@@ -257,9 +247,9 @@ def _no_value() -> Column:
     return F.lit(None).cast("binary").alias("value")
 
 
-def _routed(env: DataFrame, landable: dict[tuple[str, int], str]) -> tuple[DataFrame, Column]:
+def _routed(env: DataFrame, landable: Landable) -> tuple[DataFrame, Column]:
     """``env`` with the logical table of each record the JVM lands (its source table routed, its schema
-    decodable; NULL for the others), by a broadcast hash join with :attr:`Probe.landable`; and that
+    decodable; NULL for the others), by a broadcast hash join with the :data:`Landable` pairs; and that
     column. A map literal and an IN list were searched per record (at 1,000 tables the decoding
     projection cost 4.6x the CPU of one table's); the pairs go to the JVM as one JSON literal, not a
     literal each (with a thousand, building and analysing those took a second)."""
@@ -280,7 +270,7 @@ def _routed(env: DataFrame, landable: dict[tuple[str, int], str]) -> tuple[DataF
     return joined, F.col(_ROUTED)
 
 
-def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
+def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
     """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the decoded struct of the
     records decoded here, NULL for the others. A row event of a schema the JVM decodes, written as the
     JsonConverter writes it, is decoded but for its image: the struct holds its payload's text and a
@@ -294,9 +284,9 @@ def fast_decoded(env: DataFrame, plan: DecodePlan, found: Probe) -> DataFrame:
         F.lit(TOMBSTONE).alias("reason"),
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
     )
-    if not found.landable:
+    if not landable:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    env, table = _routed(env, found.landable)
+    env, table = _routed(env, landable)
     payload = F.col(ENV).getField("payload")
     text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
     seq = _seq()

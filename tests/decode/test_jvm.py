@@ -247,5 +247,7 @@ def test_tables_of_one_shape_share_expressions_and_each_keeps_its_own_key(spark:
     assert dead == {("db.t2", "key column(s) ['customer'] missing or null in the 'after' image")}
     assert fast_share(spark, [r for r in records if r[2] < len(changes)], plan) == 1.0
     frame = kafka_frame(spark, records)
-    images = probe(frame, envelopes(frame), plan).images
+    schemas: dict[int, Any] = {}
+    landable = probe(frame, envelopes(frame), plan, schemas)
+    images = {(schema_id, table): schemas[schema_id] for (_, schema_id), table in landable.items()}
     assert len({image.shape for image in images.values()}) == 2 < len(images)  # a schema per table, 2 shapes
