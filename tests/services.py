@@ -6,6 +6,7 @@ stream as a separate process."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -314,6 +315,15 @@ class StreamProcess:
         proc = self.start("--until-caught-up")
         return proc.wait(timeout=timeout)
 
+    def caught_up_but_for(self, *stopped: str, timeout: float = 300) -> str:
+        """Run ``--until-caught-up`` where the tables ``stopped`` are stopped: it must exit 1 naming
+        exactly them, each on a ``stopped: <table>: <why>`` line. Returns the run's log."""
+        before = self.log.read_text(errors="replace") if self.log.exists() else ""
+        code = self.run_until_caught_up(timeout)
+        log = self.log.read_text(errors="replace")[len(before) :]
+        assert (code, stopped_named(log)) == (1, sorted(stopped)), log[-3000:]
+        return log
+
     def kill9(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
@@ -324,6 +334,11 @@ class StreamProcess:
             return []
         lines = self.log.read_text(errors="replace").splitlines()
         return [line for line in lines if "cdc_delta.stream.query: batch" in line]
+
+
+def stopped_named(log: str) -> list[str]:
+    """The tables a run ``--until-caught-up`` named stopped at its end, sorted."""
+    return sorted(re.findall(r"^stopped: (\S+): ", log, re.MULTILINE))
 
 
 def cdc_delta(

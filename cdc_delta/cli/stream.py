@@ -55,7 +55,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
         server.start(stream.query)
     try:
         run_until_stopped(stream, stop, watch=watch)
-        stream.finish(merge_pending=args.until_caught_up and not stop.requested.is_set())
+        caught_up = args.until_caught_up and not stop.requested.is_set()
+        stream.finish(merge_pending=caught_up)
+        if caught_up:
+            return caught_up_exit(stream.stopped_tables())
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
         cause = root_cause(str(exc))
@@ -69,6 +72,24 @@ def cmd_stream(args: argparse.Namespace) -> int:
         if server is not None:
             server.close()
     return 0
+
+
+def caught_up_exit(stopped: dict[str, str]) -> int:
+    """The exit code of a run ``--until-caught-up``: 0 with every table merged, else
+    :data:`~cdc_delta.exceptions.EXIT_ATTENTION`, each stopped table named with why (a job run on a
+    schedule must not report success while a table's changes stay pending)."""
+    from cdc_delta.exceptions import EXIT_ATTENTION
+
+    if not stopped:
+        return 0
+    for name, why in sorted(stopped.items()):
+        print(f"stopped: {name}: {why}", file=sys.stderr)
+    print(
+        f"cdc-delta: caught up but for {len(stopped)} stopped table(s), whose changes stay pending in the changelog: "
+        "fix each cause, then `cdc-delta resume-table --table <name>` and run again",
+        file=sys.stderr,
+    )
+    return EXIT_ATTENTION
 
 
 def root_cause(text: str) -> str:
@@ -176,6 +197,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
                 stop.requested.wait(timeout=5.0 if wait is None else min(5.0, max(0.5, wait)))
     finally:
         merger.close()
+    if args.until_caught_up:
+        return caught_up_exit(merger.applier.stopped_tables())
     for name, why in sorted(merger.applier.stopped_tables().items()):
         print(f"stopped: {name}: {why}")
     return 0
@@ -305,7 +328,8 @@ def add_commands(sub: Any) -> None:
     stream.add_argument(
         "--until-caught-up",
         action="store_true",
-        help="process what is in Kafka now, then exit (Spark's availableNow trigger)",
+        help="process what is in Kafka now, merge every table, then exit (Spark's availableNow trigger); exit 1 "
+        "naming each table found stopped, its changes left pending",
     )
     stream.set_defaults(func=cmd_stream)
 
@@ -365,7 +389,11 @@ def add_commands(sub: Any) -> None:
         ),
     )
     add_config_argument(merge)
-    merge.add_argument("--until-caught-up", action="store_true", help="merge every change pending now, then exit")
+    merge.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="merge every change pending now, then exit; exit 1 naming each table found stopped, its changes pending",
+    )
     merge.set_defaults(func=cmd_merge)
 
     sql = sub.add_parser(

@@ -136,6 +136,12 @@ class RunningStream:
         if self.merging is not None:
             self.merging.check()
 
+    def stopped_tables(self) -> dict[str, str]:
+        """The tables the merger found stopped in this run (their changes stay pending), with why; none
+        where this process does not merge (``merge.in_stream: false``)."""
+        merger = self.merging.merger if self.merging is not None else self.batch.processor.merger
+        return merger.applier.stopped_tables() if merger is not None else {}
+
     def finish(self, merge_pending: bool) -> list[RoundResult]:
         """After the query ended: stop the merger's thread; with ``merge_pending``, merge every change
         still pending (``--until-caught-up`` ends with every table merged)."""
