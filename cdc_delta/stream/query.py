@@ -63,7 +63,11 @@ def kafka_source(spark: SparkSession, config: AppConfig, starting_offsets: str |
         reader = reader.option("subscribePattern", kafka.topic_pattern)
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
-    return reader.options(**{**SOURCE_DEFAULTS, **spark_source_options(kafka.security), **kafka.options}).load()
+    # Spark reads a topic-partition's range in one task: a table of one partition (Debezium's topics have
+    # one by default) would decode on one core. Fewer ranges than cores are split (more ranges: no change).
+    cores = {"minPartitions": str(spark.sparkContext.defaultParallelism)}
+    options = {**SOURCE_DEFAULTS, **cores, **spark_source_options(kafka.security), **kafka.options}
+    return reader.options(**options).load()
 
 
 STOP_MARKER = "cdc-delta graceful stop"
