@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import NoReturn
 
 from cdc_delta import __version__
 from cdc_delta.cli import connectors, demo, jobs, status, stream
@@ -96,5 +99,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def run() -> NoReturn:
+    """The ``cdc-delta`` command: :func:`main`, then the process ends once its output is flushed and the
+    exit handlers have run, without the interpreter's teardown, where a native thread of Arrow's still
+    alive (a Delta table scanned through pyarrow datasets: `check`) aborts a command that succeeded
+    ("terminate called without an active exception", exit -6)."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
