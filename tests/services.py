@@ -321,7 +321,7 @@ class StreamProcess:
         before = self.log.read_text(errors="replace") if self.log.exists() else ""
         code = self.run_until_caught_up(timeout)
         log = self.log.read_text(errors="replace")[len(before) :]
-        assert (code, stopped_named(log)) == (1, sorted(stopped)), log[-3000:]
+        assert_caught_up_but_for(code, log, *stopped)
         return log
 
     def kill9(self) -> None:
@@ -336,9 +336,11 @@ class StreamProcess:
         return [line for line in lines if "cdc_delta.stream.query: batch" in line]
 
 
-def stopped_named(log: str) -> list[str]:
-    """The tables a run ``--until-caught-up`` named stopped at its end, sorted."""
-    return sorted(re.findall(r"^stopped: (\S+): ", log, re.MULTILINE))
+def assert_caught_up_but_for(code: int, log: str, *stopped: str) -> None:
+    """A run ``--until-caught-up`` (exit ``code``, its ``log``) that ended with the tables ``stopped``
+    stopped: exit 1, naming exactly them, each on a ``stopped: <table>: <why>`` line."""
+    named = sorted(re.findall(r"^stopped: (\S+): ", log, re.MULTILINE))
+    assert (code, named) == (1, sorted(stopped)), log[-3000:]
 
 
 def cdc_delta(

@@ -105,10 +105,9 @@ def run() -> NoReturn:
     alive (a Delta table scanned through pyarrow datasets: `check`) aborts a command that succeeded
     ("terminate called without an active exception", exit -6)."""
     code = main()
-    logging.shutdown()
+    atexit._run_exitfuncs()  # logging's among them: its handlers flushed
     sys.stdout.flush()
     sys.stderr.flush()
-    atexit._run_exitfuncs()
     os._exit(code)
 
 

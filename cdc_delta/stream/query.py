@@ -140,10 +140,16 @@ class RunningStream:
         if self.merging is not None:
             self.merging.check()
 
+    @property
+    def _merger(self) -> Merger | None:
+        """The merger of this process: the thread's beside the stream, else the batch's (None until a
+        batch made one, and where the stream only lands)."""
+        return self.merging.merger if self.merging is not None else self.batch.processor.merger
+
     def stopped_tables(self) -> dict[str, str]:
         """The tables the merger found stopped in this run (their changes stay pending), with why; none
         where this process does not merge (``merge.in_stream: false``)."""
-        merger = self.merging.merger if self.merging is not None else self.batch.processor.merger
+        merger = self._merger
         return merger.applier.stopped_tables() if merger is not None else {}
 
     def finish(self, merge_pending: bool) -> list[RoundResult]:
@@ -152,7 +158,7 @@ class RunningStream:
         if self.merging is not None:
             self.merging.stop()
             self.merging.check()
-        merger = self.merging.merger if self.merging is not None else self.batch.processor.merger
+        merger = self._merger
         if merge_pending and self.batch.config.merge.in_stream:
             if merger is None:  # nothing landed in this run: merge what earlier runs left pending
                 merger = self.batch.processor.merger = Merger(self.spark, self.batch.config)

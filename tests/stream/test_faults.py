@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.demo.producer import ensure_topics
-from tests.services import ROOT, StreamProcess, stopped_named
+from tests.services import ROOT, StreamProcess, assert_caught_up_but_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -123,8 +123,7 @@ def cli(config: Path, *args: str) -> Run:
 
 
 def caught_up_but_for(run: Run, *stopped: str) -> None:
-    """A run ``--until-caught-up`` that ended with the tables ``stopped`` stopped: exit 1, naming exactly them."""
-    assert (run.code, stopped_named(run.log)) == (1, sorted(stopped)), run.log[-3000:]
+    assert_caught_up_but_for(run.code, run.log, *stopped)
 
 
 def table_rows(spark: Any, cfg: AppConfig, name: str) -> tuple[dict[int, dict[str, Any]], set[int]]:
