@@ -415,7 +415,8 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     at most 20 minutes) and merged it. Per change: *landed*, the commit time of its landing minus its
     source time (when a reader of the changelog, a live view, can see it); *merged*, the commit time of
     its table's first merge that holds its landing minus its source time (when the Delta table shows
-    it)."""
+    it). After the catch-up the stream runs until a merge round leaves nothing pending (every table
+    holds the last landing), so that every change is counted (``every_table_merged``)."""
     from delta.tables import DeltaTable
 
     from cdc_delta.changelog.table import changelog_path, landings
@@ -444,7 +445,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         if all(p.lag == 0 or p.end == 0 for p in lags):
             caught_up = time.monotonic() - produced_at
             break
-    time.sleep(parse_config(config).merge.max_delay_seconds + 30)  # the last landings' merges
+    merged_all = all_merged(log, time.time(), timeout_s=parse_config(config).merge.max_delay_seconds + 600)
     proc.terminate()
     proc.wait(timeout=600)
     parsed = parse_config(config)
@@ -475,6 +476,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         "seconds": seconds,
         "events": events,
         "caught_up_s_after_last_event": round(caught_up, 1) if caught_up is not None else None,
+        "every_table_merged": merged_all,
         "batches": len(rows),
         "batch_seconds": [round(s, 1) for _, s in rows],
         "changes_sampled": len(landed),
@@ -484,6 +486,20 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         "merged_lag_p50_s": percentile(merged, 0.5),
         "merged_lag_p99_s": percentile(merged, 0.99),
     }
+
+
+def all_merged(log: Path, since: float, timeout_s: float) -> bool:
+    """Wait until the stream's log shows a merge round that ended after ``since`` (every landing made:
+    its consumer group at the end offsets) with no change left pending in any table; False if none did
+    within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(5)
+        for line in log.read_text().splitlines():
+            at = log_time(line)
+            if ROUND_LINE.search(line) and "; pending:" not in line and at is not None and at > since:
+                return True
+    return False
 
 
 def percentile(samples: list[float], q: float) -> float | None:

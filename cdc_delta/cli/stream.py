@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import AppConfig, TableConfig, load_config
@@ -82,14 +82,19 @@ def caught_up_exit(stopped: dict[str, str]) -> int:
 
     if not stopped:
         return 0
-    for name, why in sorted(stopped.items()):
-        print(f"stopped: {name}: {why}", file=sys.stderr)
+    print_stopped(stopped, sys.stderr)
     print(
         f"cdc-delta: caught up but for {len(stopped)} stopped table(s), whose changes stay pending in the changelog: "
         "fix each cause, then `cdc-delta resume-table --table <name>` and run again",
         file=sys.stderr,
     )
     return EXIT_ATTENTION
+
+
+def print_stopped(stopped: dict[str, str], out: TextIO) -> None:
+    """One ``stopped: <table>: <why>`` line per stopped table, in name order."""
+    for name, why in sorted(stopped.items()):
+        print(f"stopped: {name}: {why}", file=out)
 
 
 def root_cause(text: str) -> str:
@@ -199,8 +204,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         merger.close()
     if args.until_caught_up:
         return caught_up_exit(merger.applier.stopped_tables())
-    for name, why in sorted(merger.applier.stopped_tables().items()):
-        print(f"stopped: {name}: {why}")
+    print_stopped(merger.applier.stopped_tables(), sys.stdout)
     return 0
 
 
