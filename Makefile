@@ -32,6 +32,7 @@ lint: setup  ## ruff and mypy
 bench: setup  ## benchmarks: write bench/results/*.json and print the tables of bench/README.md (long)
 	$(PY) bench/merge_vs_append.py
 	$(PY) bench/merge_cost.py
+	$(PY) bench/merge_rounds.py
 	$(PY) bench/stream_latency.py
 	$(PY) bench/snapshot.py
 	$(PY) bench/maintenance.py

@@ -180,6 +180,27 @@ def merge_cost(data: dict) -> str:
     return "\n".join(lines)
 
 
+def merge_rounds(data: dict) -> str:
+    r = data["results"]
+    lines = [
+        f"Measured {data['measured_at']} on {data['cores']} cores; rounds merging {data['tables']} tables,",
+        f"{data['events_per_round']:,} changes a round; medians of the rounds after the first:",
+        "",
+        "| merger's sessions | round | JVM CPU | rounds |",
+        "|---|---:|---:|---|",
+    ]
+    for label in ("interpreted", "generated"):
+        f = r[label]
+        rounds = ", ".join(map(str, f["round_seconds"]))
+        lines.append(f"| {label} | {f['median_round_s']} s | {f['median_jvm_cpu_s']} s | {rounds} s |")
+    lines += [
+        "",
+        f"interpreted / generated: round {r['interpreted_to_generated_round_ratio']}, "
+        f"CPU {r['interpreted_to_generated_cpu_ratio']}",
+    ]
+    return "\n".join(lines)
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -192,6 +213,9 @@ if __name__ == "__main__":
     cost = folder / "merge_cost.json"
     if cost.exists():
         print("\n" + merge_cost(json.loads(cost.read_text())))
+    rounds = folder / "merge_rounds.json"
+    if rounds.exists():
+        print("\n" + merge_rounds(json.loads(rounds.read_text())))
     latency = folder / "stream_latency.json"
     if latency.exists():
         print("\n" + stream_latency(json.loads(latency.read_text())))

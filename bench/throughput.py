@@ -445,7 +445,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         if all(p.lag == 0 or p.end == 0 for p in lags):
             caught_up = time.monotonic() - produced_at
             break
-    merged_all = all_merged(log, time.time(), timeout_s=parse_config(config).merge.max_delay_seconds + 600)
+    merged_all = all_merged(log, timeout_s=parse_config(config).merge.max_delay_seconds + 600)
     proc.terminate()
     proc.wait(timeout=600)
     parsed = parse_config(config)
@@ -488,17 +488,20 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     }
 
 
-def all_merged(log: Path, since: float, timeout_s: float) -> bool:
-    """Wait until the stream's log shows a merge round that ended after ``since`` (every landing made:
-    its consumer group at the end offsets) with no change left pending in any table; False if none did
-    within ``timeout_s``."""
+def all_merged(log: Path, timeout_s: float) -> bool:
+    """Wait until the stream's log shows a merge round that ended after its last batch (called once every
+    landing is made: the consumer group at the end offsets) with no change left pending in any table;
+    False if none did within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        time.sleep(5)
-        for line in log.read_text().splitlines():
+        lines = log.read_text().splitlines()
+        batches = [t for line in lines if BATCH_LINE.search(line) and (t := log_time(line)) is not None]
+        since = max(batches, default=0.0)
+        for line in lines:
             at = log_time(line)
             if ROUND_LINE.search(line) and "; pending:" not in line and at is not None and at > since:
                 return True
+        time.sleep(5)
     return False
 
 

@@ -43,13 +43,15 @@ SHOWN_TABLES = 5
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """The merger's sessions evaluate expressions without generating code. Tables differ in shape, so
 every table's plans were generated and compiled anew in each task, and that, not the rows, was much of
-a round's CPU (a driver profile of a 50-table round: code generation in 44% of the tasks' samples). A
-round of 50 tables of 400 changes: 86.5-91.7 s -> 64.4-74.1 s (JVM CPU 147-168 s -> 106-129 s); one
-table of 100,000 changes no slower (20.4 s -> 18.3-19.6 s). A setting in ``spark.conf`` wins."""
+a round's CPU (a driver profile of a 50-table round: code generation in 44% of the tasks' samples).
+Rounds of 50 tables of 400 changes: 86.5-91.7 s -> 64.4-74.1 s (JVM CPU 147-168 s -> 106-129 s); one
+table of 100,000 changes no slower (20.4 s -> 18.3-19.6 s); ``bench/merge_rounds.py`` measures it. A
+setting the config's ``spark.conf`` names wins (it built the process's Spark context, whose settings
+every session takes)."""
 
 
 def interpreted(config: AppConfig) -> Callable[[SparkSession], None]:
-    """Sets :data:`INTERPRETED` on a merger's session, but for what the config's ``spark.conf`` sets."""
+    """Sets :data:`INTERPRETED` on a merger's session, but for what the config's ``spark.conf`` names."""
     chosen = {k: v for k, v in INTERPRETED.items() if k not in config.spark.conf}
 
     def setup(session: SparkSession) -> None:

@@ -1,0 +1,135 @@
+"""Benchmark: merge rounds over many tables of distinct shapes, the merger's sessions interpreting
+expressions (the project's setting, :data:`cdc_delta.merger.run.INTERPRETED`) against generating code
+(Spark's default), in the same run.
+
+One Spark session (local[2], the project's settings) and two lakes, one per setting, each with its own
+:class:`~cdc_delta.merger.run.Merger` (the baseline's config sets Spark's defaults in ``spark.conf``,
+which the merger leaves as they are). Round after round, the same generated changes (``--tables`` tables,
+each of its own shape, ``--events`` changes a round) are landed in both lakes (the stream's batch
+function, without Kafka) and every table is merged, the settings taking turns in going first so that
+the machine's drift falls on both alike. The first round creates the tables and is left out. Per
+setting: the median seconds and JVM CPU seconds (user + system, from /proc) of a round; the ratio
+interpreted / generated. Results go to bench/results/merge_rounds.json. Not a test: nothing fails on a time.
+
+    python bench/merge_rounds.py                       # 50 tables, 20,000 changes a round, 4 rounds
+    python bench/merge_rounds.py --tables 100 --rounds 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results" / "merge_rounds.json"
+sys.path.insert(0, str(Path(__file__).parent))
+
+GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+"""Spark's defaults, set in the baseline's ``spark.conf`` (a setting there wins over the merger's)."""
+
+
+def jvm_cpu_s() -> float:
+    """User + system CPU seconds of this process's Spark JVM (local mode: the driver runs the tasks)."""
+    pid = subprocess.check_output(["pgrep", "-f", "-n", "org.apache.spark.deploy.SparkSubmit"]).split()[0].decode()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument("--events", type=int, default=20_000, help="changes a round, over all tables")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per setting, the first left out")
+    args = parser.parse_args()
+
+    from throughput import SPARK_CONF, source_tables, table_configs
+
+    from cdc_delta.config import parse_config
+    from cdc_delta.demo.batches import kafka_frame
+    from cdc_delta.demo.generator import ChangeGenerator
+    from cdc_delta.merger.run import INTERPRETED, Merger
+    from cdc_delta.spark_session import build_session
+    from cdc_delta.stream.batch import BatchProcessor
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-merge-rounds-"))
+    sources = source_tables(args.tables, "mr")
+    names = [f"{t.db}.{t.table}" for t in sources]
+    settings = {"interpreted": {}, "generated": GENERATED}
+    lakes = {}
+    spark = None
+    for label, conf in settings.items():
+        config = parse_config(
+            {
+                "app_id": f"bench-{label}",
+                "kafka": {"bootstrap_servers": "unused:9092", "topic_pattern": r"^mr\..*"},
+                "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {**SPARK_CONF, **conf}},
+                "storage": {"root": str(folder / label)},
+                "tables": table_configs(sources, "mr"),
+                "merge": {"max_delay_seconds": 3600},
+            }
+        )
+        spark = spark or build_session(config.spark)
+        merger = Merger(spark, config)
+        lakes[label] = (merger, BatchProcessor(config, on_landing=merger.landed))
+    assert spark is not None
+    generator = ChangeGenerator(sources, seed=3, server="mr")
+    offsets: collections.Counter[str] = collections.Counter()
+    seconds: dict[str, list[float]] = {label: [] for label in settings}
+    cpu: dict[str, list[float]] = {label: [] for label in settings}
+    for number in range(args.rounds):
+        records = []
+        for change in generator.changes(args.events):
+            records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
+            offsets[change.topic] += 1
+        order = list(settings) if number % 2 == 0 else list(reversed(settings))
+        for label in order:
+            merger, processor = lakes[label]
+            processor.process(kafka_frame(spark, records), number)
+            cpu0, t0 = jvm_cpu_s(), time.monotonic()
+            result = merger.merge_tables(names)
+            took, used = time.monotonic() - t0, jvm_cpu_s() - cpu0
+            assert result is not None and not any(t.error for t in result.tables), f"{label}: a table stopped"
+            print(f"round {number} {label}: {took:.1f} s, JVM CPU {used:.1f} s", flush=True)
+            if number > 0:
+                seconds[label].append(took)
+                cpu[label].append(used)
+    for merger, _ in lakes.values():
+        merger.close()
+    spark.stop()
+    figures: dict[str, Any] = {
+        label: {
+            "round_seconds": [round(s, 1) for s in seconds[label]],
+            "median_round_s": round(statistics.median(seconds[label]), 1),
+            "median_jvm_cpu_s": round(statistics.median(cpu[label]), 1),
+        }
+        for label in settings
+    }
+    figures["interpreted_to_generated_round_ratio"] = round(
+        figures["interpreted"]["median_round_s"] / figures["generated"]["median_round_s"], 2
+    )
+    figures["interpreted_to_generated_cpu_ratio"] = round(
+        figures["interpreted"]["median_jvm_cpu_s"] / figures["generated"]["median_jvm_cpu_s"], 2
+    )
+    print(figures)
+    from results_file import write_results
+
+    write_results(
+        RESULTS,
+        "merge_rounds",
+        figures,
+        tables=args.tables,
+        events_per_round=args.events,
+        rounds=args.rounds,
+        interpreted=INTERPRETED,
+    )
+
+
+if __name__ == "__main__":
+    main()
