@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import collections
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,13 +34,6 @@ GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryM
 """Spark's defaults, set in the baseline's ``spark.conf`` (a setting there wins over the merger's)."""
 
 
-def jvm_cpu_s() -> float:
-    """User + system CPU seconds of this process's Spark JVM (local mode: the driver runs the tasks)."""
-    pid = subprocess.check_output(["pgrep", "-f", "-n", "org.apache.spark.deploy.SparkSubmit"]).split()[0].decode()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=50)
@@ -49,7 +41,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per setting, the first left out")
     args = parser.parse_args()
 
-    from throughput import SPARK_CONF, source_tables, table_configs
+    from throughput import SPARK_CONF, process_cpu_s, source_tables, table_configs
 
     from cdc_delta.config import parse_config
     from cdc_delta.demo.batches import kafka_frame
@@ -79,6 +71,7 @@ def main() -> None:
         merger = Merger(spark, config)
         lakes[label] = (merger, BatchProcessor(config, on_landing=merger.landed))
     assert spark is not None
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # the driver runs the tasks
     generator = ChangeGenerator(sources, seed=3, server="mr")
     offsets: collections.Counter[str] = collections.Counter()
     seconds: dict[str, list[float]] = {label: [] for label in settings}
@@ -92,9 +85,9 @@ def main() -> None:
         for label in order:
             merger, processor = lakes[label]
             processor.process(kafka_frame(spark, records), number)
-            cpu0, t0 = jvm_cpu_s(), time.monotonic()
+            cpu0, t0 = process_cpu_s(pid), time.monotonic()
             result = merger.merge_tables(names)
-            took, used = time.monotonic() - t0, jvm_cpu_s() - cpu0
+            took, used = time.monotonic() - t0, process_cpu_s(pid) - cpu0
             assert result is not None and not any(t.error for t in result.tables), f"{label}: a table stopped"
             print(f"round {number} {label}: {took:.1f} s, JVM CPU {used:.1f} s", flush=True)
             if number > 0:

@@ -136,13 +136,14 @@ class Merger:
         """``spark``: the merger works in sessions of its own made from it (the stream's session keeps
         its transaction-id confs to itself)."""
         self.config = config
+        setup = interpreted(config)
         self.spark = spark.newSession()
-        interpreted(config)(self.spark)
+        setup(self.spark)
         self.path = changelog_path(config)
         merge = config.merge
         self.schedule = Schedule(merge.min_events, merge.max_delay_seconds, merge.max_tables_per_round)
         self.applier = TableApplier(self.spark, config)
-        self._workers = TableWorkers(self.spark, merge.concurrency, setup=interpreted(config))
+        self._workers = TableWorkers(self.spark, merge.concurrency, setup=setup)
         self._positions_file = f"{self.path.rstrip('/')}_merged.json"
         self._positions: dict[str, int] = {}
         self._round_lock = threading.Lock()
