@@ -17,9 +17,10 @@ from cdc_delta.views.catalog import register_delta_tables
 def cmd_stream(args: argparse.Namespace) -> int:
     from pyspark.errors import StreamingQueryException
 
-    from cdc_delta.stream.query import GracefulStop, run_until_stopped, start_stream
+    from cdc_delta.stream.query import GracefulStop, require_subscription, run_until_stopped, start_stream
 
     config = load_config(args.config)
+    require_subscription(config)
     metrics, server = None, None
     if config.metrics.port is not None:
         from cdc_delta.metrics.server import MetricsServer

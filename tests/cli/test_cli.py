@@ -131,6 +131,7 @@ def _config(tmp_path: Path, **sections: object) -> Path:
         "tables": [{"name": "a.b", "topics": ["x"], "key": ["id"]}],
         **sections,
     }
+    data["kafka"] = {"topics": ["x"], **data.get("kafka", {})}  # type: ignore[dict-item]
     config.write_text(yaml.safe_dump(data))
     return config
 
@@ -167,6 +168,14 @@ def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Pat
     (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
     assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
     assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
+
+
+def test_a_stream_without_topics_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    run = _cli(_config(tmp_path, kafka={"topics": []}), "stream")
+    assert run.returncode == 2
+    (line,) = run.stderr.splitlines()  # one line: no JVM started (it would print its own warning first)
+    assert line == "cdc-delta: error: the stream needs kafka.topics or kafka.topic_pattern in the config"
+    assert not (tmp_path / "lake").exists()
 
 
 def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
