@@ -221,6 +221,13 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             "note: the pattern entries see only the topics kafka.topics lists; subscribe with kafka.topic_pattern "
             "for the tables created later to be read"
         )
+    from cdc_delta.exceptions import ConfigError
+    from cdc_delta.stream.query import require_subscription
+
+    try:
+        require_subscription(config)
+    except ConfigError as exc:
+        print(f"note: {exc}: `cdc-delta stream` refuses it, the other jobs run")
     print(f"dead letters -> {config.storage.dead_letters}")
     m = config.merge
     print(f"changelog -> {config.changelog.located(config.storage.root)} (kept {config.changelog.retention_hours:g} h)")
@@ -232,7 +239,6 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     )
     print(f"merges: each table {when}, {m.concurrency} at a time, {where}")
     from cdc_delta.check.lake import lake_problems
-    from cdc_delta.exceptions import ConfigError
 
     problems = lake_problems(config)
     if problems:
