@@ -11,16 +11,18 @@ from typing import Any, TextIO
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import AppConfig, TableConfig, load_config
+from cdc_delta.config.kafka import require_subscription
+from cdc_delta.exceptions import ConfigError
 from cdc_delta.views.catalog import register_delta_tables
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
     from pyspark.errors import StreamingQueryException
 
-    from cdc_delta.stream.query import GracefulStop, require_subscription, run_until_stopped, start_stream
+    from cdc_delta.stream.query import GracefulStop, run_until_stopped, start_stream
 
     config = load_config(args.config)
-    require_subscription(config)
+    require_subscription(config.kafka)
     metrics, server = None, None
     if config.metrics.port is not None:
         from cdc_delta.metrics.server import MetricsServer
@@ -221,11 +223,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             "note: the pattern entries see only the topics kafka.topics lists; subscribe with kafka.topic_pattern "
             "for the tables created later to be read"
         )
-    from cdc_delta.exceptions import ConfigError
-    from cdc_delta.stream.query import require_subscription
-
     try:
-        require_subscription(config)
+        require_subscription(config.kafka)
     except ConfigError as exc:
         print(f"note: {exc}: `cdc-delta stream` refuses it, the other jobs run")
     print(f"dead letters -> {config.storage.dead_letters}")

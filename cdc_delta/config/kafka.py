@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from cdc_delta.config.common import Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.config.tables import TableConfig
+from cdc_delta.exceptions import ConfigError
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 
@@ -179,6 +180,13 @@ def _broker_problem(entry: str) -> str | None:
     if ":" not in entry:
         return f"{entry!r} has no port: write {entry}:9092"
     return f"{entry!r} is not host:port (e.g. broker1:9092)"
+
+
+def require_subscription(kafka: KafkaConfig) -> None:
+    """A stream needs topics to read; the other jobs (maintenance, snapshot, sql) do not, so a config
+    without them is valid and only the stream refuses it, before Spark starts."""
+    if not (kafka.topics or kafka.topic_pattern):
+        raise ConfigError("the stream needs kafka.topics or kafka.topic_pattern in the config")
 
 
 def unsubscribed(kafka: KafkaConfig, tables: Sequence[TableConfig]) -> str | None:

@@ -26,7 +26,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.changelog.append import Landing
 from cdc_delta.config import AppConfig
-from cdc_delta.exceptions import ConfigError, KafkaUnavailable
+from cdc_delta.config.kafka import require_subscription
+from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
 from cdc_delta.merger.run import BackgroundMerging, Merger, RoundResult
@@ -46,18 +47,11 @@ logger = logging.getLogger(__name__)
 SOURCE_DEFAULTS = {"kafka.fetch.max.wait.ms": "20"}
 
 
-def require_subscription(config: AppConfig) -> None:
-    """A stream needs topics to read; other jobs (maintenance, snapshot, sql) do not. Checked before
-    Spark starts, so that the error comes in a second, not after a JVM's start."""
-    if not (config.kafka.topics or config.kafka.topic_pattern):
-        raise ConfigError("the stream needs kafka.topics or kafka.topic_pattern in the config")
-
-
 def kafka_source(spark: SparkSession, config: AppConfig, starting_offsets: str | None = None) -> DataFrame:
     """The Kafka records as Spark's Kafka source delivers them (topic, partition, offset, key, value...);
     a new checkpoint starts at ``starting_offsets`` (Spark's JSON form), else at kafka.starting_offsets."""
-    require_subscription(config)
     kafka = config.kafka
+    require_subscription(kafka)
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
