@@ -71,11 +71,27 @@ class _Client:
         self.consumer.close()
 
 
+# A partition whose leader is still being elected or has just moved (a topic created a moment ago, a broker
+# restarting) answers again shortly; librdkafka does not flag these retriable on an offsets query.
+_LEADERSHIP_MOVING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
+
+
 def _retriable_error(exc: Exception) -> bool:
-    """A coordinator still loading or moving (as on a new broker) answers again shortly."""
+    """A coordinator still loading or moving (as on a new broker), or a partition leader being elected,
+    answers again shortly."""
     if not isinstance(exc, KafkaException):
         return False
     error = exc.args[0] if exc.args else None
+    if getattr(error, "code", lambda: None)() in _LEADERSHIP_MOVING:
+        return True
     return bool(getattr(error, "retriable", lambda: False)()) or "COORDINATOR" in str(exc)
 
 
