@@ -10,6 +10,9 @@ Parts (--parts, all by default), every figure measured in this run on this machi
 - batch1000: the batch function's landing for 1,000 tables x --batch-events/1,000 (each of its own
   shape, one partition each) vs 1 table x --batch-events, in the same run (tables_1000_batch_ratio):
   the ingest's cost per table, where the 1,000-table target is decided (merges excluded, as above).
+- newtables: the first batch of --batch-events events into tables never seen, 100 tables vs 1 table, the
+  same events (new_tables_batch_ratio: landing seconds), and the seconds until every table is created and
+  merged (new_tables_until_merged_ratio), after a small first batch of another lake warmed the JVM.
 - read: one batch of --read-events events of 1 table (3 partitions) through the batch function against
   Spark reading and counting the same records (ingest_to_kafka_read_ratio: read seconds / batch seconds).
 - sustained: the stream as a process (`cdc-delta stream --until-caught-up`, which ends with every
@@ -64,7 +67,18 @@ STEPS_LINE = re.compile(r"batch (\d+) steps: (.*)$")
 STEP = re.compile(r"(\w+) ([\d.]+)s")
 ROUND_LINE = re.compile(r"merge through landing \d+: (\d+) tables, .* in ([\d.]+)s")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
-PARTS = ("decode", "batch", "batch1000", "read", "merge", "sustained", "sustained1000", "latency", "snapshot")
+PARTS = (
+    "decode",
+    "batch",
+    "batch1000",
+    "newtables",
+    "read",
+    "merge",
+    "sustained",
+    "sustained1000",
+    "latency",
+    "snapshot",
+)
 # Batches of 10^5 records of a few KB each need more than Spark's default 1 GB driver (local mode).
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
 
@@ -255,6 +269,43 @@ def part_batch_1000(spark: Any, bootstrap: str, folder: Path, events: int, repea
         "batch_seconds": {"1_table": one_s, "1000_tables": many_s},
         "step_seconds": {"1_table": one_steps, "1000_tables": many_steps},
         "tables_1000_batch_ratio": round(many / one, 2),
+    }
+
+
+def part_new_tables(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[str, Any]:
+    """The first batch of ``events`` records into tables the lake has never seen: 1 table, then 100 (the
+    same events, spread): seconds to land it (the stream's batch; its cost is the key), then seconds
+    until every table is created and merged (one merger, ``merge_all``). A small first batch into one
+    table of another lake warms the JVM first, so neither case pays the compilation alone."""
+    from cdc_delta.config import parse_config
+    from cdc_delta.merger.run import Merger
+    from cdc_delta.stream.batch import BatchProcessor
+
+    def first_batch(server: str, n: int, count: int) -> dict[str, Any]:
+        tables = source_tables(n, server)
+        config = parse_config(bench_config(folder, bootstrap, server, tables))
+        processor = BatchProcessor(config, on_landing=lambda landing: None)  # merged below, not beside
+        produce(bootstrap, server, tables, count, 1, seed=7)
+        land = timed(lambda: processor.process(kafka_batch(spark, bootstrap, server), 0))
+        merger = Merger(spark, config)
+        try:
+            rounds: list[Any] = []
+            merge = timed(lambda: rounds.extend(merger.merge_all()))
+        finally:
+            merger.close()
+        merged = {t.table for r in rounds for t in r.tables if not t.error}
+        assert len(merged) == n, f"{server}: {len(merged)} of {n} tables merged"
+        return {"tables": n, "events": count, "land_s": round(land, 2), "merge_all_s": round(merge, 2)}
+
+    first_batch("nw", 1, 1_000)
+    one, many = first_batch("n1", 1, events), first_batch("n100", 100, events)
+    return {
+        "1_table": one,
+        "100_tables": many,
+        "new_tables_batch_ratio": round(many["land_s"] / one["land_s"], 2),
+        "new_tables_until_merged_ratio": round(
+            (many["land_s"] + many["merge_all_s"]) / (one["land_s"] + one["merge_all_s"]), 2
+        ),
     }
 
 
@@ -709,6 +760,9 @@ def main() -> None:
             key = "batch1000" if args.batch_events == 10_000 else f"batch1000_{args.batch_events}_events"
             figures[key] = part_batch_1000(spark, bootstrap, folder, args.batch_events, args.batch_repeats)
             print(json.dumps(figures[key]), flush=True)
+        if "newtables" in parts:
+            figures["newtables"] = part_new_tables(spark, bootstrap, folder, args.batch_events)
+            print(json.dumps(figures["newtables"]), flush=True)
         if "read" in parts:
             figures["read"] = part_read(spark, bootstrap, folder, args.read_events)
             print(json.dumps(figures["read"]), flush=True)
@@ -780,6 +834,7 @@ def headline(figures: dict[str, Any]) -> dict[str, Any]:
         "partitions_batch_ratio": b.get("partitions_batch_ratio"),
         "tables_batch_ratio": b.get("tables_batch_ratio"),
         "tables_1000_batch_ratio": figures.get("batch1000", {}).get("tables_1000_batch_ratio"),
+        "new_tables_batch_ratio": figures.get("newtables", {}).get("new_tables_batch_ratio"),
         "ingest_to_kafka_read_ratio": figures.get("read", {}).get("ingest_to_kafka_read_ratio"),
         "ingest_events_per_s_1000_tables": thousand,
         "tables_1000_ingest_ratio": round(thousand / alone_one, 2) if thousand and alone_one else None,
