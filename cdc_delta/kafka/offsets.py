@@ -89,9 +89,9 @@ def _retriable_error(exc: Exception) -> bool:
     answers again shortly."""
     if not isinstance(exc, KafkaException):
         return False
-    error = exc.args[0] if exc.args else None
-    if getattr(error, "code", lambda: None)() in _LEADERSHIP_MOVING:
+    if _code(exc) in _LEADERSHIP_MOVING:
         return True
+    error = exc.args[0] if exc.args else None
     return bool(getattr(error, "retriable", lambda: False)()) or "COORDINATOR" in str(exc)
 
 
@@ -189,10 +189,14 @@ def check_reachable(
         client.close()
 
 
-def _unreachable(exc: KafkaException) -> bool:
+def _code(exc: KafkaException) -> int | None:
+    """The librdkafka error code ``exc`` carries (None where it carries no KafkaError)."""
     error = exc.args[0] if exc.args else None
-    code = getattr(error, "code", lambda: None)()
-    return code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT)
+    return getattr(error, "code", lambda: None)()
+
+
+def _unreachable(exc: KafkaException) -> bool:
+    return _code(exc) in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT)
 
 
 def _reason(exc: KafkaException) -> str:
