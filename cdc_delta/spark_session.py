@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from cdc_delta import jvm_archive
 from cdc_delta.config import SparkConfig
 from cdc_delta.exceptions import SparkSetupError
 
@@ -102,11 +103,11 @@ def session_conf(config: SparkConfig, extra: Mapping[str, str] | None = None) ->
         logger.info("no jars in %s: Spark resolves %s from Maven Central", folder, ", ".join(MAVEN_PACKAGES))
         conf["spark.jars.packages"] = ",".join(MAVEN_PACKAGES)
     conf.update(config.conf)
-    if _local(config):  # the JVM is started here: its log set up from the first line
+    if _local(config):  # the JVM is started here: its log set up from the first line, its classes mapped
         options = conf.get("spark.driver.extraJavaOptions", "")
-        conf["spark.driver.extraJavaOptions"] = (
-            f"-Dlog4j2.configurationFile={log4j_file(log_level())} {options}".strip()
-        )
+        archive = jvm_archive.java_options(jars, folder, options)
+        log = f"-Dlog4j2.configurationFile={log4j_file(log_level())}"
+        conf["spark.driver.extraJavaOptions"] = " ".join(o for o in (log, archive, options) if o)
     return conf
 
 

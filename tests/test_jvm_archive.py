@@ -1,0 +1,148 @@
+"""The JVM class archive: named for its JDK and jars, mapped only where it is theirs, made whole or not at
+all; and the JVM of a command really reads Spark's and Delta's classes from the one ``make setup`` made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cdc_delta import jvm_archive
+from cdc_delta.config import SparkConfig
+from cdc_delta.exceptions import SparkSetupError
+from cdc_delta.spark_session import jars_dir, session_conf
+from tests.services import ROOT
+
+
+@pytest.fixture
+def jars(tmp_path: Path) -> list[str]:
+    folder = tmp_path / "jars"
+    folder.mkdir()
+    for name in ("a.jar", "b.jar"):
+        (folder / name).write_bytes(name.encode())
+    return sorted(str(p) for p in folder.iterdir())
+
+
+def test_the_archive_is_named_for_its_jdk_and_jars(
+    jars: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = Path(jars[0]).parent
+    path = jvm_archive.archive_path(jars, folder)
+    assert path is not None and path.parent == folder and path.name.startswith("cdc-delta-classes-")
+    assert jvm_archive.archive_path(jars, folder) == path
+    Path(jars[0]).write_bytes(b"changed")  # a jar replaced: another archive
+    assert jvm_archive.archive_path(jars, folder) not in (path, None)
+    changed = jvm_archive.archive_path(jars, folder)
+    extra = folder / "c.jar"
+    extra.write_bytes(b"c")
+    assert jvm_archive.archive_path([*jars, str(extra)], folder) not in (changed, None)
+    # Another JDK: another archive; none without a java at all.
+    java = jvm_archive.java_binary()
+    assert java is not None
+    other = tmp_path / "jdk" / "bin"
+    other.mkdir(parents=True)
+    (other / "java").symlink_to(java)
+    monkeypatch.setenv("JAVA_HOME", str(other.parent))
+    assert jvm_archive.archive_path(jars, folder) == changed  # the same binary, reached another way
+    (other / "java").unlink()
+    (other / "java").write_bytes(b"another jdk")
+    assert jvm_archive.archive_path(jars, folder) not in (changed, None)
+    (other / "java").unlink()
+    assert jvm_archive.archive_path(jars, folder) is None
+
+
+def test_a_session_maps_the_archive_only_where_it_is_there_and_not_chosen_otherwise(jars: list[str]) -> None:
+    folder = Path(jars[0]).parent
+    config = SparkConfig(jars_dir=str(folder))
+    assert "SharedArchiveFile" not in session_conf(config)["spark.driver.extraJavaOptions"]
+    path = jvm_archive.archive_path(jars, folder)
+    assert path is not None
+    path.write_bytes(b"archive")
+    options = session_conf(config)["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={path} -Xlog:cds=off -Xlog:cds+dynamic=off" in options
+    # The config's own choice of archive wins; a cluster's JVMs are not started here.
+    mine = SparkConfig(jars_dir=str(folder), conf={"spark.driver.extraJavaOptions": "-XX:SharedArchiveFile=/x.jsa"})
+    assert session_conf(mine)["spark.driver.extraJavaOptions"].endswith(" -XX:SharedArchiveFile=/x.jsa")
+    assert "cdc-delta-classes" not in session_conf(mine)["spark.driver.extraJavaOptions"]
+    assert "spark.driver.extraJavaOptions" not in session_conf(SparkConfig(master=None, jars_dir=str(folder)))
+
+
+def _trainer(tmp_path: Path, body: str) -> list[str]:
+    """A stand-in for the training run: a script given the archive's path last."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(body))
+    return [sys.executable, str(script)]
+
+
+def test_an_archive_is_made_whole_once_and_replaces_those_of_earlier_jars(jars: list[str], tmp_path: Path) -> None:
+    folder = Path(jars[0]).parent
+    earlier = folder / "cdc-delta-classes-0123456789abcdef.jsa"
+    earlier.write_bytes(b"old")
+    # The archive is written by a process that outlives the training run (the JVM, as it exits).
+    train = _trainer(
+        tmp_path,
+        """
+        import subprocess, sys
+        writer = subprocess.Popen([sys.executable, "-c",
+            "import sys, time; time.sleep(1); open(sys.argv[1], 'wb').write(b'classes')", sys.argv[1]])
+        print("some JVM warning")
+        print(f"jvm-pid: {writer.pid}")
+        """,
+    )
+    made = jvm_archive.make(jars, folder, train)
+    assert made.made and made.path == jvm_archive.archive_path(jars, folder)
+    assert made.path.read_bytes() == b"classes" and made.removed == (earlier,) and not earlier.exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jar", "b.jar", made.path.name]
+    again = jvm_archive.make(jars, folder, [sys.executable, "-c", "raise SystemExit(3)"])
+    assert not again.made and again.path == made.path
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("import sys; print('Error: no JVM', file=sys.stderr); sys.exit(1)", "run exited 1:\nError: no JVM"),
+        ("import os; print(f'jvm-pid: {os.getpid()}')", "its JVM exited without writing"),
+    ],
+)
+def test_a_failed_making_says_why_and_leaves_nothing(jars: list[str], tmp_path: Path, body: str, message: str) -> None:
+    folder = Path(jars[0]).parent
+    with pytest.raises(SparkSetupError, match="the JVM class archive could not be made") as failed:
+        jvm_archive.make(jars, folder, _trainer(tmp_path, body))
+    assert message in str(failed.value)
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jar", "b.jar"]
+
+
+@pytest.mark.spark
+def test_a_command_reads_spark_and_delta_classes_from_the_archive_setup_made(tmp_path: Path) -> None:
+    jars = sorted(str(p) for p in jars_dir(SparkConfig()).glob("*.jar"))
+    archive = jvm_archive.archive_path(jars, jars_dir(SparkConfig()))
+    assert archive is not None and archive.is_file(), f"no JVM class archive {archive}: `make setup` makes it"
+    config = tmp_path / "cdc.yaml"
+    config.write_text(
+        f"app_id: archive\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\nstorage: {{root: '{tmp_path}/lake'}}\n"
+        "tables: [{name: db.t, topics: [s.db.t], key: [id]}]\n"
+    )
+    loaded = tmp_path / "classes.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "sql", "--config", str(config), "SELECT 41 + 1 AS answer"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "SPARK_SUBMIT_OPTS": f"-Xlog:class+load=info:file={loaded}"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["+------+", "|answer|", "+------+", "|42", "|", "+------+"], done.stdout
+    sources = {}
+    for line in loaded.read_text().splitlines():
+        name, _, source = line.partition(" source: ")
+        sources[name.rsplit(" ", 1)[-1]] = source
+    shared = "shared objects file (top)"
+    classes = ("org.apache.spark.sql.SparkSession", "org.apache.spark.sql.delta.DeltaLog", "io.delta.tables.DeltaTable")
+    for name in classes:
+        assert sources.get(name) == shared, (name, sources.get(name))
+    assert sum(source == shared for source in sources.values()) > 5000
