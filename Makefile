@@ -38,4 +38,5 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the tables of 
 	$(PY) bench/maintenance.py
 	$(PY) bench/throughput.py
 	$(PY) bench/operations.py
+	$(PY) bench/cold_start.py
 	$(PY) bench/summarize.py

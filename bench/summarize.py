@@ -201,6 +201,20 @@ def merge_rounds(data: dict) -> str:
     return "\n".join(lines)
 
 
+def cold_start(data: dict) -> str:
+    r = data["results"]
+    lines = [
+        f"Measured {data['measured_at'][:16]}Z on {data['cores']} cores (archive {data['archive_mib']} MiB):",
+        "",
+        "| JVM options | with the archive | without | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in (("tests", "the tests' (`-XX:TieredStopAtLevel=1`)"), ("defaults", "the defaults")):
+        f = r[f"{key}_jvm"]
+        lines.append(f"| {label} | {f['archive_s']} s | {f['none_s']} s | **{r[f'{key}_jvm_ratio']}** |")
+    return "\n".join(lines)
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -234,3 +248,6 @@ if __name__ == "__main__":
     maintenance_results = folder / "maintenance.json"
     if maintenance_results.exists():
         print("\n" + maintenance(json.loads(maintenance_results.read_text())))
+    cold = folder / "cold_start.json"
+    if cold.exists():
+        print("\n" + cold_start(json.loads(cold.read_text())))
