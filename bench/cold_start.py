@@ -3,7 +3,8 @@ without it, in the same run.
 
 The command is ``cdc-delta sql`` over a lake with one small Delta table (a process of its own: Python,
 the JVM, the Spark session, Delta's first read of the table, one query, the exit), run ``--runs`` times
-with the archive and as often with it moved aside, taking turns so that the machine's drift falls on
+with the archive and as often without it (``-Xshare:auto`` in the config's Java options, which leaves
+the project's archive out), taking turns so that the machine's drift falls on
 both alike; with the JVM options of the tests' processes (C1 only) and with the defaults. Per setting
 the median wall seconds of a run, and the ratio with / without. Needs the archive (``make setup``
 makes it). Results go to bench/results/cold_start.json. Not a test: nothing fails on a time.
@@ -43,34 +44,27 @@ def main() -> None:
 
     folder = jars_dir(SparkConfig())
     archive = jvm_archive.archive_path(sorted(str(p) for p in folder.glob("*.jar")), folder)
-    if archive is None or not archive.is_file():
+    if archive is None or not jvm_archive.complete(archive):
         raise SystemExit(f"no JVM class archive {archive}: run `make setup` (or cdc-delta jvm-archive) first")
     lake = Path(tempfile.mkdtemp(prefix="bench-cold-start-"))
-    config = lake / "cdc.yaml"
-    config.write_text(
-        f"app_id: cold\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\nstorage: {{root: '{lake}'}}\n"
-        "tables: [{name: db.t, topics: [s.db.t], key: [id]}]\n"
-    )
+    configs = {}
+    for mapped, spark in ((True, ""), (False, "spark: {conf: {spark.driver.extraJavaOptions: '-Xshare:auto'}}\n")):
+        # -Xshare:auto (the JVM's default) chooses the archives itself: the project's is left out.
+        configs[mapped] = lake / f"cdc-{mapped}.yaml"
+        configs[mapped].write_text(
+            f"app_id: cold\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\nstorage: {{root: '{lake}'}}\n"
+            f"tables: [{{name: db.t, topics: [s.db.t], key: [id]}}]\n{spark}"
+        )
     table = lake / "db" / "t"
-    run_sql(config, f"CREATE TABLE delta.`{table}` USING delta AS SELECT id, id * 2 AS v FROM range(100)", None)
+    create = f"CREATE TABLE delta.`{table}` USING delta AS SELECT id, id * 2 AS v FROM range(100)"
+    run_sql(configs[True], create, None)
     query = f"SELECT count(*), sum(v) FROM delta.`{table}`"
-    aside = archive.with_suffix(".aside")
     seconds: dict[str, list[float]] = {}
-    try:
-        for _ in range(args.runs):
-            for jvm in ("tests", "defaults"):
-                for mapped in (True, False):
-                    if not mapped:
-                        archive.rename(aside)
-                    try:
-                        took = run_sql(config, query, QUICK_JVM if jvm == "tests" else None)
-                    finally:
-                        if not mapped:
-                            aside.rename(archive)
-                    seconds.setdefault(f"{jvm}_{'archive' if mapped else 'none'}", []).append(round(took, 2))
-    finally:
-        if aside.exists():
-            aside.rename(archive)
+    for _ in range(args.runs):
+        for jvm in ("tests", "defaults"):
+            for mapped in (True, False):
+                took = run_sql(configs[mapped], query, QUICK_JVM if jvm == "tests" else None)
+                seconds.setdefault(f"{jvm}_{'archive' if mapped else 'none'}", []).append(round(took, 2))
     results: dict[str, object] = {"runs": args.runs, "seconds": seconds}
     for jvm in ("tests", "defaults"):
         with_it, without = (statistics.median(seconds[f"{jvm}_{m}"]) for m in ("archive", "none"))

@@ -105,10 +105,15 @@ def session_conf(config: SparkConfig, extra: Mapping[str, str] | None = None) ->
     conf.update(config.conf)
     if _local(config):  # the JVM is started here: its log set up from the first line, its classes mapped
         options = conf.get("spark.driver.extraJavaOptions", "")
-        archive = jvm_archive.java_options(jars, folder, options)
+        archive = jvm_archive.java_options(extra_jars(conf), folder, options)
         log = f"-Dlog4j2.configurationFile={log4j_file(log_level())}"
         conf["spark.driver.extraJavaOptions"] = " ".join(o for o in (log, archive, options) if o)
     return conf
+
+
+def extra_jars(conf: Mapping[str, str]) -> list[str]:
+    """The extra jars of a session's settings (``spark.jars``: the folder's, or the config's own)."""
+    return [jar for jar in conf.get("spark.jars", "").split(",") if jar]
 
 
 def _local(config: SparkConfig) -> bool:
