@@ -40,10 +40,9 @@ def main() -> None:
 
     from cdc_delta import jvm_archive
     from cdc_delta.config import SparkConfig
-    from cdc_delta.spark_session import jars_dir
+    from cdc_delta.spark_session import extra_jars, jars_dir, session_conf
 
-    folder = jars_dir(SparkConfig())
-    archive = jvm_archive.archive_path(sorted(str(p) for p in folder.glob("*.jar")), folder)
+    archive = jvm_archive.archive_path(extra_jars(session_conf(SparkConfig())), jars_dir(SparkConfig()))
     if archive is None or not jvm_archive.complete(archive):
         raise SystemExit(f"no JVM class archive {archive}: run `make setup` (or cdc-delta jvm-archive) first")
     lake = Path(tempfile.mkdtemp(prefix="bench-cold-start-"))

@@ -1,9 +1,9 @@
 """A class-data-sharing archive of the classes a local Spark JVM of cdc-delta loads (Spark's, Delta's,
 the Kafka source's): made once (``cdc-delta jvm-archive``, which ``make setup`` runs), then mapped by
 every local Spark JVM cdc-delta starts, which reads those classes parsed and verified from it instead of
-from the jars. ``cdc-delta sql`` as a cold process (the session, a first Delta read, one query) took
-15.7 s without it and 10.2 s with it on 2 cores with the tests' JVM options (C1 only), 20.4 s and 13.9 s
-with the defaults (``bench/cold_start.py``).
+from the jars. ``cdc-delta sql`` as a cold process (the session, a first Delta read, one query) takes
+about 0.7x the time without it on 2 cores, with the tests' JVM options (C1 only) and with the defaults
+alike (``bench/cold_start.py``).
 
 An archive serves one JDK build and one set of jars only: its name holds a digest of the JDK (launcher,
 VM, class modules), Spark's own jars and the extra jars (path, size, modification time of each), so a
@@ -102,9 +102,14 @@ def java_options(jars: Sequence[str], folder: Path, configured: str) -> str:
     if chosen_elsewhere(configured):
         return ""
     path = archive_path(jars, folder)
-    if path is None or any(c.isspace() for c in str(path)) or not complete(path):
+    if path is None or _split_by_launcher(path) or not complete(path):
         return ""
     return f"-XX:SharedArchiveFile={path} {SILENT}"
+
+
+def _split_by_launcher(path: Path) -> bool:
+    """Whether ``path`` holds whitespace, on which Spark's launcher splits the Java options."""
+    return any(c.isspace() for c in str(path))
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ def make(jars: Sequence[str], folder: Path, train: Sequence[str], timeout_s: flo
     path = archive_path(jars, folder)
     if path is None:
         raise SparkSetupError(f"{FAILED}: a jar of spark.jars is not a local file ({', '.join(jars)})")
-    if any(c.isspace() for c in str(path)):
+    if _split_by_launcher(path):
         raise SparkSetupError(
             f"{FAILED}: its path {path} holds whitespace, on which Spark's launcher splits Java options; "
             "keep the jars in a folder without (spark.jars_dir, or $CDC_DELTA_JARS_DIR)"
