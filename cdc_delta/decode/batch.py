@@ -68,18 +68,20 @@ def decode_batch(
 ) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
     parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
-    envelopes parsed once (cached while decoding, without the values); the probe reads its distinct
+    envelopes parsed once (checkpointed locally while decoding, without the values); the probe reads its distinct
     schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the reference
     decoder (few, usually none) are read again with their values, decoded by it and cached beside. ``schemas`` keeps the
     Connect schemas read, by id, from one batch to the next (see :func:`~.jvm.probe`)."""
     spark = batch.sparkSession
     raw = batch.coalesce(spark.sparkContext.defaultParallelism)
-    env = envelopes(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    # Read from Kafka and parsed once, held as rows: a cache (persist) would build compressed columns,
+    # which took a third longer over the batch of one table (200k records: 9.6 s against 7.1 s).
+    env = envelopes(raw).localCheckpoint(eager=True)
     try:
-        landable = probe(raw, env, plan, schemas)  # reads the batch from Kafka and parses it, once
+        landable = probe(raw, env, plan, schemas)
         candidates = fast_decoded(env, landable).localCheckpoint(eager=True)
     finally:
-        env.unpersist()
+        local_checkpoint.release(env)
     fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
     rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
     if rest.isEmpty():
