@@ -24,7 +24,7 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   touch "$stamp"
 fi
 scripts/fetch-jars.sh
-# Local Spark JVMs start from a class archive of these jars (about a third faster); made once, about a minute.
+# Local Spark JVMs start from a class archive of these jars (a quarter to a third faster); made once, in one to two minutes.
 .venv/bin/cdc-delta jvm-archive | sed 's/^/setup: /' \
   || echo "setup: no JVM class archive (Spark starts without it, a few seconds slower each time); the error is above" >&2
 echo "setup: ready (.venv/bin/cdc-delta --help)"
