@@ -40,9 +40,9 @@ def main() -> None:
 
     from cdc_delta import jvm_archive
     from cdc_delta.config import SparkConfig
-    from cdc_delta.spark_session import extra_jars, jars_dir, session_conf
+    from cdc_delta.spark_session import session_archive
 
-    archive = jvm_archive.archive_path(extra_jars(session_conf(SparkConfig())), jars_dir(SparkConfig()))
+    archive = session_archive(SparkConfig())
     if archive is None or not jvm_archive.complete(archive):
         raise SystemExit(f"no JVM class archive {archive}: run `make setup` (or cdc-delta jvm-archive) first")
     lake = Path(tempfile.mkdtemp(prefix="bench-cold-start-"))

@@ -116,6 +116,12 @@ def extra_jars(conf: Mapping[str, str]) -> list[str]:
     return [jar for jar in conf.get("spark.jars", "").split(",") if jar]
 
 
+def session_archive(config: SparkConfig) -> Path | None:
+    """The JVM class archive a local session of ``config`` maps where it exists
+    (:func:`cdc_delta.jvm_archive.archive_path` of its final ``spark.jars``, beside its jars folder)."""
+    return jvm_archive.archive_path(extra_jars(session_conf(config)), jars_dir(config))
+
+
 def _local(config: SparkConfig) -> bool:
     return bool(config.master and config.master.startswith("local"))
 

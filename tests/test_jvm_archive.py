@@ -14,7 +14,7 @@ import pytest
 from cdc_delta import jvm_archive
 from cdc_delta.config import SparkConfig
 from cdc_delta.exceptions import SparkSetupError
-from cdc_delta.spark_session import extra_jars, jars_dir, session_conf
+from cdc_delta.spark_session import session_archive, session_conf
 from tests.services import ROOT
 
 
@@ -161,7 +161,7 @@ def test_a_failed_making_says_why_and_leaves_nothing(jars: list[str], tmp_path: 
 
 @pytest.mark.spark
 def test_a_command_reads_spark_and_delta_classes_from_the_archive_setup_made(tmp_path: Path) -> None:
-    archive = jvm_archive.archive_path(extra_jars(session_conf(SparkConfig())), jars_dir(SparkConfig()))
+    archive = session_archive(SparkConfig())
     assert archive is not None and archive.is_file(), f"no JVM class archive {archive}: `make setup` makes it"
     config = tmp_path / "cdc.yaml"
     config.write_text(
