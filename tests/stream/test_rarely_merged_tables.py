@@ -4,7 +4,7 @@ each; the 100 quiet ones take a few changes a batch, stay below it and are never
 an hour). The generators are the reference: after each of two batches and rounds, each busy table equals its
 source, nothing of a quiet table is merged, and its pending count is the changes it was sent; every
 busy table's live rows (the merged table overridden by the changelog) and those of five quiet ones equal the
-source. Then ten other quiet tables are merged: they equal the source, and the other ninety are still
+source. Then ten quiet tables are merged: they equal the source, and the other ninety are still
 pending and still read fresh."""
 
 from __future__ import annotations
