@@ -52,12 +52,12 @@ def delta_files(path: Path) -> dict[str, int]:
     }
 
 
-def sample(root: Path, tables: list[Path], started: float) -> dict[str, Any]:
+def sample(changelog: Path, tables: list[Path], started: float) -> dict[str, Any]:
     """What the changelog and the replicated tables hold now."""
     replicated = [delta_files(t) for t in tables]
     return {
         "at_s": round(time.monotonic() - started),
-        "changelog": delta_files(root / "_cdc_changelog"),
+        "changelog": delta_files(changelog),
         "tables_files": sum(t["files"] for t in replicated),
         "tables_files_on_disk": sum(t["files_on_disk"] for t in replicated),
     }
@@ -84,7 +84,7 @@ def main() -> None:
         ensure_topics(bootstrap, [topic_of(t, SERVER) for t in sources], 1)
         data = {**bench_config(folder, bootstrap, SERVER, sources), "trigger_interval": "10 seconds"}
         config = parse_config(data)
-        root = Path(changelog_path(config)).parent
+        changelog = Path(changelog_path(config))
         tables = [Path(config.storage.table_path(t)) for t in config.tables]
         path = write_yaml(folder, SERVER, data)
         log = folder / f"{SERVER}.log"
@@ -100,7 +100,7 @@ def main() -> None:
         samples = []
         while producer.is_alive():
             producer.join(timeout=args.sample_every)
-            samples.append(sample(root, tables, started))
+            samples.append(sample(changelog, tables, started))
             print(json.dumps(samples[-1]), flush=True)
         produced_s = time.monotonic() - started
         caught_up = False
@@ -109,7 +109,7 @@ def main() -> None:
             time.sleep(10)
             lags = partition_lag(bootstrap, config.app_id, [], config.kafka.topic_pattern)
             caught_up = bool(lags) and all(p.lag == 0 for p in lags)
-        before = sample(root, tables, started)
+        before = sample(changelog, tables, started)
         maintenance_log = folder / "maintain.log"
         t0 = time.monotonic()
         with maintenance_log.open("wb") as out:
@@ -119,7 +119,7 @@ def main() -> None:
                 stderr=subprocess.STDOUT,
             )
         maintenance_s = time.monotonic() - t0
-        after = sample(root, tables, started)
+        after = sample(changelog, tables, started)
         proc.terminate()
         proc.wait(timeout=600)
         said = [line for line in maintenance_log.read_text().splitlines() if "maintained the changelog" in line]
