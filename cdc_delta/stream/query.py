@@ -90,8 +90,8 @@ class StopRequested(RuntimeError):
 
 
 class StreamBatch:
-    """The foreachBatch function of the stream: apply the batch, log its line, commit group offsets,
-    count it in ``metrics``."""
+    """The foreachBatch function of the stream: apply the batch, commit group offsets, count it in
+    ``metrics``, then log its line."""
 
     def __init__(
         self,
@@ -115,13 +115,14 @@ class StreamBatch:
             if self.metrics is not None:
                 self.metrics.batch_failed()
             raise
-        logger.info("%s", result.summary())
         if result.offsets:
             commit_group_offsets(brokers(self.config.kafka), self.config.app_id, result.offsets)
         if self.metrics is not None:
             self.metrics.batch_done(result)
             if result.merge is not None:
                 self.metrics.round_done(result.merge)
+        # The batch's line last: once it is in the log, the group offsets and the metrics say so too.
+        logger.info("%s", result.summary())
 
 
 class RunningStream:
