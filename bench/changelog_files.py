@@ -29,7 +29,7 @@ from typing import Any
 
 from broker import native_broker
 from results_file import write_results
-from throughput import bench_config, source_tables, stream, write_yaml
+from throughput import bench_config, source_tables, stream, wait_caught_up, write_yaml
 
 RESULTS = Path(__file__).parent / "results" / "changelog_files.json"
 SERVER = "cf"
@@ -77,7 +77,6 @@ def main() -> None:
     from cdc_delta.demo.generator import ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics
     from cdc_delta.demo.producer import produce as send
-    from cdc_delta.kafka.offsets import partition_lag
 
     with native_broker(args.port, "cdc-changelog-files-") as (folder, bootstrap):
         sources = source_tables(args.tables, SERVER)
@@ -103,12 +102,7 @@ def main() -> None:
             samples.append(sample(changelog, tables, started))
             print(json.dumps(samples[-1]), flush=True)
         produced_s = time.monotonic() - started
-        caught_up = False
-        deadline = time.monotonic() + 900
-        while not caught_up and time.monotonic() < deadline:
-            time.sleep(10)
-            lags = partition_lag(bootstrap, config.app_id, [], config.kafka.topic_pattern)
-            caught_up = bool(lags) and all(p.lag == 0 for p in lags)
+        caught_up = wait_caught_up(bootstrap, config.app_id, config.kafka.topic_pattern, 900) is not None
         before = sample(changelog, tables, started)
         maintenance_log = folder / "maintain.log"
         t0 = time.monotonic()

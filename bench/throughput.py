@@ -476,7 +476,6 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     from cdc_delta.demo.generator import ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics
     from cdc_delta.demo.producer import produce as send
-    from cdc_delta.kafka.offsets import partition_lag
     from cdc_delta.spark_session import build_session
 
     server = "lat"
@@ -488,14 +487,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     time.sleep(25)  # Spark starts before the clock runs
     events = int(rate * seconds)
     send(bootstrap, ChangeGenerator(sources, seed=6, live=True, server=server).changes(events), rate=rate)
-    produced_at = time.monotonic()
-    caught_up = None
-    while time.monotonic() - produced_at < 1200:
-        time.sleep(10)
-        lags = partition_lag(bootstrap, config["app_id"], [], config["kafka"]["topic_pattern"])
-        if all(p.lag == 0 or p.end == 0 for p in lags):
-            caught_up = time.monotonic() - produced_at
-            break
+    caught_up = wait_caught_up(bootstrap, config["app_id"], config["kafka"]["topic_pattern"], 1200)
     merged_all = all_merged(log, timeout_s=parse_config(config).merge.max_delay_seconds + 600)
     proc.terminate()
     proc.wait(timeout=600)
@@ -545,6 +537,20 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         "merged_lag_p50_s": percentile(merged, 0.5),
         "merged_lag_p99_s": percentile(merged, 0.99),
     }
+
+
+def wait_caught_up(bootstrap: str, group: str, topic_pattern: str, timeout_s: float) -> float | None:
+    """Seconds until consumer ``group`` has read every partition of ``topic_pattern`` to its end (an
+    empty partition counts as read), checked every 10 s; None if it had not within ``timeout_s``."""
+    from cdc_delta.kafka.offsets import partition_lag
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        time.sleep(10)
+        lags = partition_lag(bootstrap, group, [], topic_pattern)
+        if lags and all(p.lag == 0 or p.end == 0 for p in lags):
+            return time.monotonic() - t0
+    return None
 
 
 def all_merged(log: Path, timeout_s: float) -> bool:
