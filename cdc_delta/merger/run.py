@@ -160,14 +160,13 @@ class Merger:
         ensure_tables(self.spark, self.config)
         text = hadoop_fs.read_text(self.spark, self._positions_file)
         self._positions = {str(k): int(v) for k, v in json.loads(text).items()} if text else {}
-        newest = max(self._positions.values(), default=-1)
-        for landed in landed_since(self.spark, self.path, self._positions, -1):
-            newest = max(newest, landed.newest_seq)
-            if self.config.owner(landed.table) is not None:
-                self.schedule.landed(landed.newest_seq, landed.oldest_landed_at, {landed.table: landed.events})
+        found = landed_since(self.spark, self.path, self._positions, -1)
         # Only committed landings are read, and landings commit in order: every one up to the newest
-        # read is in the changelog, so a round may hold up to it.
-        self.schedule.landed(newest, time.time(), {})
+        # read is in the reading (so a round may hold up to it), those this process's stream reported
+        # before the reading too.
+        newest = max([*self._positions.values(), *(landed.newest_seq for landed in found)], default=-1)
+        owned = [landed for landed in found if self.config.owner(landed.table) is not None]
+        self.schedule.read(newest, [(x.table, x.events, x.newest_seq, x.oldest_landed_at) for x in owned])
         self._started = True
 
     def landed(self, landing: Landing) -> None:

@@ -36,14 +36,35 @@ class Schedule:
         self._lock = threading.Lock()
         self.newest_seq = -1
         """The newest landing reported."""
+        self._read_through = -1
+        """Landings up to this one were counted from a reading of the changelog (:meth:`read`)."""
 
     def landed(self, land_seq: int, landed_at: float, events_by_table: Mapping[str, int]) -> None:
-        """A landing and its changes per table (a table with none is left out)."""
+        """A landing and its changes per table (a table with none is left out). A landing the changelog's
+        reading counted already is not counted again."""
         with self._lock:
-            for table, events in events_by_table.items():
-                if events > 0:
-                    self._landings.setdefault(table, deque()).append((land_seq, events, landed_at))
+            if land_seq > self._read_through:
+                for table, events in events_by_table.items():
+                    if events > 0:
+                        self._landings.setdefault(table, deque()).append((land_seq, events, landed_at))
             self.newest_seq = max(self.newest_seq, land_seq)
+
+    def read(self, through_seq: int, tables: Iterable[tuple[str, int, int, float]]) -> None:
+        """What a reading of the changelog found pending in the landings up to ``through_seq``: per table
+        its changes, newest landing and when the oldest landed. It stands for every landing up to
+        ``through_seq``, those reported before the reading (dropped here) and after it (ignored)."""
+        with self._lock:
+            for table in list(self._landings):
+                kept = deque(entry for entry in self._landings[table] if entry[0] > through_seq)
+                if kept:
+                    self._landings[table] = kept
+                else:
+                    del self._landings[table]
+            for table, events, newest_seq, oldest_landed_at in tables:
+                if events > 0:
+                    self._landings.setdefault(table, deque()).appendleft((newest_seq, events, oldest_landed_at))
+            self._read_through = max(self._read_through, through_seq)
+            self.newest_seq = max(self.newest_seq, through_seq)
 
     def merged(self, table: str, through_seq: int) -> None:
         """``table`` holds every landing up to ``through_seq`` now."""

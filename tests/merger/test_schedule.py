@@ -33,6 +33,21 @@ def test_merging_a_table_through_a_landing_leaves_only_later_landings_pending() 
     assert schedule.pending() == {} and schedule.next_due_in(2000.0) is None
 
 
+def test_a_reading_of_the_changelog_counts_each_landing_once_whenever_the_stream_reported_it() -> None:
+    # The merger's first round reads the changelog while this process's stream reports its landings:
+    # landing 3 reported before the reading, landing 4 after it though the reading held it, 5 after.
+    schedule = Schedule(min_events=100, max_delay_s=60, max_tables=10)
+    schedule.landed(3, 1030.0, {"a": 7, "b": 2})
+    schedule.read(4, [("a", 17, 4, 1000.0), ("c", 1, 2, 1020.0)])  # a: landings 1-4; c: landing 2
+    schedule.landed(4, 1040.0, {"a": 4})
+    schedule.landed(5, 1050.0, {"a": 6, "b": 1})
+    pending = {table: (p.events, p.oldest_landed_at, p.newest_seq) for table, p in schedule.pending().items()}
+    assert pending == {"a": (23, 1000.0, 5), "b": (1, 1050.0, 5), "c": (1, 1020.0, 2)}
+    assert schedule.newest_seq == 5
+    schedule.merged("a", 4)
+    assert schedule.pending()["a"].events == 6
+
+
 def seq(pos: int) -> Seq:
     return Seq(1, 0, 1, pos, 0, 0, 0, pos)
 
