@@ -33,6 +33,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import StreamCommit
 from cdc_delta.delta.workers import TableWorkers, fails_the_batch
 from cdc_delta.merger.apply import TableApplier, TableChanges, TableResult, TableRound
+from cdc_delta.merger.gate import LandingGate
 from cdc_delta.merger.schedule import Pending, Schedule
 
 logger = logging.getLogger(__name__)
@@ -148,6 +149,8 @@ class Merger:
         self._positions: dict[str, int] = {}
         self._round_lock = threading.Lock()
         self._started = False
+        self.gate = LandingGate()
+        """Landings of the stream beside this merger, which its merges give way to."""
 
     # -- learning what is pending -------------------------------------------------------------------
 
@@ -220,11 +223,17 @@ class Merger:
         # Checkpointed, not cached: every table's queries would plan over the expressions that make the
         # round's images canonical, one set per shape among its tables (a round of 50 tables of distinct
         # shapes took 289 s cached; 20 tables 59.7 s cached, 32.9 s checkpointed).
+        self.gate.give_way()
         frame = changes(self.spark, self.config, bounds).localCheckpoint(eager=True)
         try:
             work = table_work(self.config.app_id, due, table_summaries(frame), through)
             shared = TableRound(frame, through)
-            results = self._workers.map(lambda session, table: self.applier.apply(session, shared, table), work)
+
+            def apply(session: SparkSession, table: TableChanges) -> TableResult:
+                self.gate.give_way()
+                return self.applier.apply(session, shared, table)
+
+            results = self._workers.map(apply, work)
         finally:
             local_checkpoint.release(frame)
         for result in results:

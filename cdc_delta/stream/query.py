@@ -30,6 +30,7 @@ from cdc_delta.config.kafka import require_subscription
 from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
+from cdc_delta.merger.gate import LandingGate
 from cdc_delta.merger.run import BackgroundMerging, Merger, RoundResult
 from cdc_delta.stream.batch import BatchProcessor, OnLanding
 from cdc_delta.stream.checkpoint import checkpoint_location, prepare_start
@@ -105,12 +106,17 @@ class StreamBatch:
         self.processor = BatchProcessor(config, epoch, on_landing)
         self.stop_requested = stop_requested or threading.Event()
         self.metrics = metrics
+        self.gate: LandingGate | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop_requested.is_set():
             raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
         try:
-            result = self.processor.process(batch, batch_id)
+            if self.gate is not None:
+                with self.gate.landing():
+                    result = self.processor.process(batch, batch_id)
+            else:
+                result = self.processor.process(batch, batch_id)
         except Exception:
             if self.metrics is not None:
                 self.metrics.batch_failed()
@@ -192,6 +198,8 @@ def start_stream(
         merging = BackgroundMerging(Merger(spark, config), metrics.round_done if metrics is not None else None)
         on_landing = merging.landed
     batch = StreamBatch(config, stop_requested, metrics, start.epoch, on_landing)
+    if merging is not None:
+        batch.gate = merging.merger.gate
     writer = (
         kafka_source(spark, config, start.starting_offsets)
         .writeStream.queryName(config.app_id)
