@@ -50,15 +50,6 @@ def _seen(spark: SparkSession, path: str) -> Any:
     return log.unsafeVolatileSnapshot()
 
 
-def latest_snapshot(spark: SparkSession, path: str) -> Any:
-    """The table's JVM snapshot brought up to date with its log (its version, files and size, its
-    transaction ids are read from it without a Spark job once its state is known)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    none = jvm.scala.Option.empty()
-    return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path).update(False, none, none)
-
-
 def table_id(spark: SparkSession, path: str) -> str:
     """The id of the Delta table at ``path`` (a table re-created at the same path gets another)."""
     return str(_seen(spark, path).metadata().id())
