@@ -36,6 +36,7 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the tables of 
 	$(PY) bench/stream_latency.py
 	$(PY) bench/snapshot.py
 	$(PY) bench/maintenance.py
+	$(PY) bench/maintenance_tables.py
 	$(PY) bench/throughput.py
 	$(PY) bench/operations.py
 	$(PY) bench/cold_start.py

@@ -215,6 +215,23 @@ def cold_start(data: dict) -> str:
     return "\n".join(lines)
 
 
+def maintenance_tables(data: dict) -> str:
+    lines = [
+        f"Measured {data['measured_at'][:16]}Z on {data['cores']} cores, {data['tables']} tables (maintenance"
+        " concurrency 2); step seconds summed over the tables:",
+        "",
+        "| run | wall | per table (median) | compacted / purged / vacuumed / checkpoints | steps |",
+        "|---|---:|---:|---|---|",
+    ]
+    for r in data["results"]:
+        steps = ", ".join(f"{k} {v}" for k, v in r["step_seconds_summed"].items())
+        lines.append(
+            f"| {r['run']} | {r['wall_s']} s | {r['per_table_median_s']} s | {r['files_compacted']} / "
+            f"{r['rows_purged']} / {r['files_vacuumed']} / {r['checkpoints']} | {steps} |"
+        )
+    return "\n".join(lines)
+
+
 def _figure(value: object) -> str:
     if value is None:
         return "-"
@@ -248,6 +265,9 @@ if __name__ == "__main__":
     maintenance_results = folder / "maintenance.json"
     if maintenance_results.exists():
         print("\n" + maintenance(json.loads(maintenance_results.read_text())))
+    tables_results = folder / "maintenance_tables.json"
+    if tables_results.exists():
+        print("\n" + maintenance_tables(json.loads(tables_results.read_text())))
     cold = folder / "cold_start.json"
     if cold.exists():
         print("\n" + cold_start(json.loads(cold.read_text())))
