@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from results_file import write_results
-from throughput import SPARK_CONF, source_tables, table_configs
+from throughput import SPARK_CONF, generated_records, source_tables, table_configs
 
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
@@ -95,10 +95,7 @@ def main() -> None:
     offsets: collections.Counter[str] = collections.Counter()
     t0 = time.monotonic()
     for batch_id in range(args.batches):
-        records = []
-        for change in generator.changes(args.tables * args.events_per_table):
-            records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
-            offsets[change.topic] += 1
+        records = generated_records(generator, args.tables * args.events_per_table, offsets)
         print(processor.process(kafka_frame(spark, records), batch_id).summary(), flush=True)
     built_s = time.monotonic() - t0
     seconds = timing_steps()

@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per setting, the first left out")
     args = parser.parse_args()
 
-    from throughput import SPARK_CONF, process_cpu_s, source_tables, table_configs
+    from throughput import SPARK_CONF, generated_records, process_cpu_s, source_tables, table_configs
 
     from cdc_delta.config import parse_config
     from cdc_delta.demo.batches import kafka_frame
@@ -77,10 +77,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {label: [] for label in settings}
     cpu: dict[str, list[float]] = {label: [] for label in settings}
     for number in range(args.rounds):
-        records = []
-        for change in generator.changes(args.events):
-            records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
-            offsets[change.topic] += 1
+        records = generated_records(generator, args.events, offsets)
         order = list(settings) if number % 2 == 0 else list(reversed(settings))
         for label in order:
             merger, processor = lakes[label]
