@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from contextlib import nullcontext
 from types import FrameType
 from typing import TYPE_CHECKING, Protocol
 
@@ -101,21 +102,20 @@ class StreamBatch:
         metrics: BatchObserver | None = None,
         epoch: str | None = None,
         on_landing: OnLanding | None = None,
+        gate: LandingGate | None = None,
     ) -> None:
+        """``gate``: the merger's beside the stream, whose merges give way to this batch's landing."""
         self.config = config
         self.processor = BatchProcessor(config, epoch, on_landing)
         self.stop_requested = stop_requested or threading.Event()
         self.metrics = metrics
-        self.gate: LandingGate | None = None
+        self.gate = gate
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop_requested.is_set():
             raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
         try:
-            if self.gate is not None:
-                with self.gate.landing():
-                    result = self.processor.process(batch, batch_id)
-            else:
+            with self.gate.landing() if self.gate is not None else nullcontext():
                 result = self.processor.process(batch, batch_id)
         except Exception:
             if self.metrics is not None:
@@ -197,9 +197,9 @@ def start_stream(
     elif config.merge.max_delay_seconds > 0:
         merging = BackgroundMerging(Merger(spark, config), metrics.round_done if metrics is not None else None)
         on_landing = merging.landed
-    batch = StreamBatch(config, stop_requested, metrics, start.epoch, on_landing)
-    if merging is not None:
-        batch.gate = merging.merger.gate
+    batch = StreamBatch(
+        config, stop_requested, metrics, start.epoch, on_landing, merging.merger.gate if merging is not None else None
+    )
     writer = (
         kafka_source(spark, config, start.starting_offsets)
         .writeStream.queryName(config.app_id)
