@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from results_file import write_results
-from throughput import SPARK_CONF, generated_records, source_tables, table_configs
+from throughput import SPARK_CONF, source_tables, table_configs
 
 from cdc_delta.config import parse_config
-from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.batches import generated_records, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance import run as maintenance
@@ -92,7 +92,7 @@ def main() -> None:
     spark = build_session(config.spark)
     processor = BatchProcessor(config)
     generator = ChangeGenerator(sources, seed=1, server="mt")
-    offsets: collections.Counter[str] = collections.Counter()
+    offsets: dict[str, int] = {}
     t0 = time.monotonic()
     for batch_id in range(args.batches):
         records = generated_records(generator, args.tables * args.events_per_table, offsets)

@@ -18,7 +18,6 @@ interpreted / generated. Results go to bench/results/merge_rounds.json. Not a te
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import tempfile
@@ -41,10 +40,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per setting, the first left out")
     args = parser.parse_args()
 
-    from throughput import SPARK_CONF, generated_records, process_cpu_s, source_tables, table_configs
+    from throughput import SPARK_CONF, process_cpu_s, source_tables, table_configs
 
     from cdc_delta.config import parse_config
-    from cdc_delta.demo.batches import kafka_frame
+    from cdc_delta.demo.batches import generated_records, kafka_frame
     from cdc_delta.demo.generator import ChangeGenerator
     from cdc_delta.merger.run import INTERPRETED, Merger
     from cdc_delta.spark_session import build_session
@@ -73,7 +72,7 @@ def main() -> None:
     assert spark is not None
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # the driver runs the tasks
     generator = ChangeGenerator(sources, seed=3, server="mr")
-    offsets: collections.Counter[str] = collections.Counter()
+    offsets: dict[str, int] = {}
     seconds: dict[str, list[float]] = {label: [] for label in settings}
     cpu: dict[str, list[float]] = {label: [] for label in settings}
     for number in range(args.rounds):

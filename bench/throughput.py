@@ -52,7 +52,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +113,6 @@ def bench_config(folder: Path, bootstrap: str, server: str, tables: tuple[Any, .
         "storage": {"root": str(folder / server)},
         "tables": table_configs(tables, server),
     }
-
-
-def generated_records(generator: Any, events: int, offsets: Counter[str]) -> list[tuple[Any, ...]]:
-    """The generator's next ``events`` changes as Kafka records of partition 0 (``kafka_frame``'s rows),
-    each topic's offsets going on from ``offsets`` (which this advances)."""
-    records = []
-    for change in generator.changes(events):
-        records.append((change.topic, 0, offsets[change.topic], change.key, change.value))
-        offsets[change.topic] += 1
-    return records
 
 
 def produce(bootstrap: str, server: str, tables: tuple[Any, ...], events: int, partitions: int, seed: int) -> None:

@@ -60,16 +60,25 @@ def kafka_frame(spark: SparkSession, records: list[tuple[str, int, int, bytes | 
     )
 
 
-def run_demo(spark: SparkSession, root: Path, events: int, batches: int) -> list[BatchResult]:
-    """Apply ``events`` generated changes (plus one bad record and one tombstone) in ``batches`` batches."""
-    config = demo_config(root)
-    generator = ChangeGenerator(DEMO_TABLES, seed=42)
-    offsets: dict[str, int] = {}
+def generated_records(
+    generator: ChangeGenerator, events: int, offsets: dict[str, int]
+) -> list[tuple[str, int, int, bytes | None, bytes | None]]:
+    """The generator's next ``events`` changes as Kafka records of partition 0 (:func:`kafka_frame`'s
+    rows), each topic's offsets going on from ``offsets`` (which this advances)."""
     records: list[tuple[str, int, int, bytes | None, bytes | None]] = []
     for change in generator.changes(events):
         offset = offsets.get(change.topic, 0)
         offsets[change.topic] = offset + 1
         records.append((change.topic, 0, offset, change.key, change.value))
+    return records
+
+
+def run_demo(spark: SparkSession, root: Path, events: int, batches: int) -> list[BatchResult]:
+    """Apply ``events`` generated changes (plus one bad record and one tombstone) in ``batches`` batches."""
+    config = demo_config(root)
+    generator = ChangeGenerator(DEMO_TABLES, seed=42)
+    offsets: dict[str, int] = {}
+    records = generated_records(generator, events, offsets)
     bad_topic = "dbserver1.inventory.orders"
     records.append((bad_topic, 0, offsets.get(bad_topic, 0), b'{"id": 1}', b"{not json"))
     records.append((bad_topic, 0, offsets.get(bad_topic, 0) + 1, b'{"id": 1}', None))
