@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
-    from cdc_delta.maintenance.run import run_maintenance
+    from cdc_delta.maintenance.run import checkpoint_said, run_maintenance
     from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
@@ -44,7 +44,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
             print(
                 f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
                 f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, "
-                f"checkpoint at version {t.checkpoint_version}, {t.duration_s}s"
+                f"{checkpoint_said(t.checkpoint_version)}, {t.duration_s}s"
             )
     c = report.changelog
     if c is not None and c.skipped:

@@ -26,6 +26,8 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from cdc_delta.delta.tables import latest_snapshot
+
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -193,10 +195,7 @@ def txn_version(spark: SparkSession, path: str, txn_id: str) -> int:
     or no table), from its Delta state now."""
     if not DeltaTable.isDeltaTable(spark, path):
         return -1
-    jvm = spark.sparkContext._jvm
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
-    DeltaTable.forPath(spark, path)  # brings the log's snapshot up to date
-    found = log.unsafeVolatileSnapshot().transactions().get(txn_id)
+    found = latest_snapshot(spark, path).transactions().get(txn_id)
     return int(found.get()) if found.isDefined() else -1
 
 

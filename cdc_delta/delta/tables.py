@@ -46,8 +46,25 @@ def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str]
 def _seen(spark: SparkSession, path: str) -> Any:
     """The table's snapshot as this process last saw it (right after its own commit, that commit's): no
     listing, no history read, no Spark job."""
-    log = spark.sparkContext._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)  # type: ignore[union-attr]
-    return log.unsafeVolatileSnapshot()
+    return _delta_log(spark, path).unsafeVolatileSnapshot()
+
+
+def _delta_log(spark: SparkSession, path: str) -> Any:
+    """The table's JVM ``DeltaLog``, with ``spark`` made the active session of the calling JVM thread
+    first. Delta falls back on the thread's active session in places (a snapshot update whose
+    asynchronous refresh failed or is missing raises ``DELTA_SPARK_SESSION_NOT_SET`` without one); the
+    Dataset and SQL APIs set it, a direct JVM call from a worker thread does not."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    getattr(jvm, "org.apache.spark.sql.classic.SparkSession").setActiveSession(spark._jsparkSession)
+    return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+
+
+def latest_snapshot(spark: SparkSession, path: str) -> Any:
+    """The table's JVM snapshot brought up to date with its log (its version, files and size, its
+    transaction ids are read from it without a Spark job once its state is known)."""
+    none = spark.sparkContext._jvm.scala.Option.empty()  # type: ignore[union-attr]
+    return _delta_log(spark, path).update(False, none, none)
 
 
 def table_id(spark: SparkSession, path: str) -> str:

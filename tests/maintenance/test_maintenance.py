@@ -99,6 +99,14 @@ def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:
     assert checkpoint_files(log, last), sorted(f.name for f in log.iterdir())
     assert json.loads((log / "_last_checkpoint").read_text())["version"] == last
     assert json.loads(reports[0].read_text())["tables"][0]["checkpoint_version"] == last
+    # A run with nothing to compact or purge rewrites no file, and writes no checkpoint: VACUUM's two
+    # commits alone are cheap to replay.
+    again = run_maintenance(spark, config, now=now + dt.timedelta(minutes=1)).tables[0]
+    assert (again.files_compacted, again.rows_purged, again.checkpoint_version) == (0, 0, None)
+    assert (again.files_before, again.bytes_before) == (again.files_after, again.bytes_after) == (1, t.bytes_after)
+    newest = max(int(f.name.split(".")[0]) for f in log.glob("*.json"))
+    assert newest > last and not checkpoint_files(log, newest)
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == last
 
 
 def checkpoint_files(log: Path, version: int) -> list[str]:
