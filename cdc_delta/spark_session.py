@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import glob
 import hashlib
@@ -11,7 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -200,6 +201,8 @@ EXPECTED_WARNINGS = {
     "org.apache.kafka.clients.NetworkClient": "a broker that cannot be reached, once a second",
     "org.apache.spark.sql.kafka010.KafkaOffsetReaderAdmin": "retries of an unreachable broker, with traces",
     "org.apache.spark.scheduler.DAGScheduler": "a stopped query's job group had no job left to cancel",
+    # Commits within a millisecond of each other (merges beside maintenance): Delta adjusts the times.
+    "org.apache.spark.sql.delta.DeltaHistoryManager": "a commit's timestamp not after the one before it",
     # A stop interrupts the query's thread; when that thread is setting a checkpoint file's
     # permissions, Hadoop warns with a trace. The batch is run again from the checkpoint on restart.
     "org.apache.hadoop.util.Shell": "a stop that lands while a checkpoint file's permissions are set",
@@ -215,3 +218,27 @@ def quiet_expected_warnings(spark: SparkSession) -> None:
     error = jvm.org.apache.logging.log4j.Level.ERROR
     for name in EXPECTED_WARNINGS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, error)
+
+
+@contextlib.contextmanager
+def console_quiet(spark: SparkSession) -> Iterator[None]:
+    """While in it, what Scala code prints to the console from this thread's JVM thread goes nowhere
+    (kept when ``$CDC_DELTA_SPARK_LOG_LEVEL`` is not WARN). Delta's VACUUM prints a line a table,
+    "Deleted N files and directories in a total of M directories.", past any log setting; the caller
+    reports the count itself. Scala's console stream is a per-thread variable of ``scala.Console``,
+    not ``System.out``, hence the reflection."""
+    if log_level() != "WARN":
+        yield
+        return
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    console = jvm.java.lang.Class.forName("scala.Console$")
+    field = console.getDeclaredField("outVar")
+    field.setAccessible(True)
+    stream = field.get(console.getField("MODULE$").get(None))
+    before = stream.value()
+    getattr(stream, "value_$eq")(jvm.java.io.PrintStream(jvm.java.io.OutputStream.nullOutputStream()))
+    try:
+        yield
+    finally:
+        getattr(stream, "value_$eq")(before)

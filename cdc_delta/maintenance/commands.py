@@ -18,6 +18,7 @@ from cdc_delta.delta.hold import hold_path, holding_writes
 from cdc_delta.delta.tables import latest_snapshot
 from cdc_delta.lock import lock_path
 from cdc_delta.retry import is_conflict, retry_on_conflict
+from cdc_delta.spark_session import console_quiet
 
 T = TypeVar("T")
 
@@ -76,7 +77,8 @@ def purge(spark: SparkSession, config: AppConfig, table: TableConfig, path: str,
 def vacuum(spark: SparkSession, config: AppConfig, name: str, path: str) -> int:
     hours = config.maintenance.vacuum_retention_hours
     target = DeltaTable.forPath(spark, path)
-    retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {name}")
+    with console_quiet(spark):
+        retry_on_conflict(lambda: target.vacuum(hours), f"VACUUM {name}")
     for row in target.history(5).select("operation", "operationMetrics").collect():
         if row["operation"] == "VACUUM END":
             return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0))
