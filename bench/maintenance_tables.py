@@ -5,9 +5,10 @@ One process (local[2]), the stream stopped:
    every table merged every batch (`merge.max_delay_seconds: 0`): --batches batches of
    --events-per-table generated changes a table (inserts, updates, deletes), so each table has a few
    files and some tombstones.
-2. `run_maintenance` twice, as the hourly job runs it (`maintenance.concurrency` 2), the clock an hour
+2. `run_maintenance` three times, as the hourly job runs it (`maintenance.concurrency` 2), the clock an hour
    on so that the tombstones may go (retention 0 h, allowed): the first run has work (compaction,
-   purge, VACUUM of what they replaced), the second finds none, as most hourly runs of quiet tables.
+   purge, VACUUM of what they replaced), the second finds none, as most hourly runs of quiet tables;
+   a third idle run with `maintenance.vacuum_interval_hours` 24, so that no VACUUM is due.
    Each run's wall time, the median per table, and the seconds of each step summed over the tables
    (two at a time, so they add up to about twice the wall time): OPTIMIZE, purge, VACUUM, checkpoint,
    the table's size before and after, its merged position, the changelog's maintenance.
@@ -43,7 +44,7 @@ from cdc_delta.stream.batch import BatchProcessor
 
 RESULTS = Path(__file__).parent / "results" / "maintenance_tables.json"
 STEPS = (
-    (commands, ("table_size", "optimize", "purge", "vacuum", "checkpoint")),
+    (commands, ("table_size", "optimize", "purge", "vacuum_due", "vacuum", "checkpoint")),
     (maintenance, ("merged_through", "maintain_changelog")),
 )
 
@@ -100,11 +101,16 @@ def main() -> None:
     built_s = time.monotonic() - t0
     seconds = timing_steps()
     runs = []
-    for label in ("with work", "idle"):
+    # The third run as the second, with maintenance.vacuum_interval_hours 24: the VACUUM of the first is
+    # recent, so none is due.
+    interval = config.model_copy(
+        update={"maintenance": config.maintenance.model_copy(update={"vacuum_interval_hours": 24})}
+    )
+    for label, run_config in (("with work", config), ("idle", config), ("idle, VACUUM not due", interval)):
         seconds.clear()
         t0 = time.monotonic()
         report = maintenance.run_maintenance(
-            spark, config, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+            spark, run_config, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
         )
         wall = time.monotonic() - t0
         tables = [t for t in report.tables if not t.skipped]
@@ -116,6 +122,7 @@ def main() -> None:
             "files_compacted": sum(t.files_compacted for t in tables),
             "rows_purged": sum(t.rows_purged for t in tables),
             "files_vacuumed": sum(t.files_vacuumed for t in tables),
+            "vacuums": sum(t.vacuumed for t in tables),
             "checkpoints": sum(t.checkpoint_version is not None for t in tables),
             "step_seconds_summed": {k: round(v, 1) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])},
         }

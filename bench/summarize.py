@@ -220,14 +220,14 @@ def maintenance_tables(data: dict) -> str:
         f"Measured {data['measured_at'][:16]}Z on {data['cores']} cores, {data['tables']} tables (maintenance"
         " concurrency 2); step seconds summed over the tables:",
         "",
-        "| run | wall | per table (median) | compacted / purged / vacuumed / checkpoints | steps |",
+        "| run | wall | per table (median) | compacted / purged / files vacuumed / VACUUMs / checkpoints | steps |",
         "|---|---:|---:|---|---|",
     ]
     for r in data["results"]:
         steps = ", ".join(f"{k} {v}" for k, v in r["step_seconds_summed"].items())
         lines.append(
             f"| {r['run']} | {r['wall_s']} s | {r['per_table_median_s']} s | {r['files_compacted']} / "
-            f"{r['rows_purged']} / {r['files_vacuumed']} / {r['checkpoints']} | {steps} |"
+            f"{r['rows_purged']} / {r['files_vacuumed']} / {r.get('vacuums', '-')} / {r['checkpoints']} | {steps} |"
         )
     return "\n".join(lines)
 

@@ -45,6 +45,12 @@ def exists(spark: SparkSession, location: str) -> bool:
     return bool(fs.exists(path))
 
 
+def modified_ms(spark: SparkSession, location: str) -> int | None:
+    """When the file at ``location`` was last written (epoch milliseconds); None when there is none."""
+    fs, path = _fs(spark, location)
+    return int(fs.getFileStatus(path).getModificationTime()) if fs.exists(path) else None
+
+
 def list_names(spark: SparkSession, location: str) -> list[str]:
     """The names of the files and folders directly under ``location`` (none when it does not exist)."""
     fs, path = _fs(spark, location)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
-    from cdc_delta.maintenance.run import checkpoint_said, run_maintenance
+    from cdc_delta.maintenance.run import checkpoint_said, run_maintenance, vacuum_said
     from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
@@ -43,7 +43,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         else:
             print(
                 f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
-                f"{t.rows_purged} tombstones purged, {t.files_vacuumed} files vacuumed, "
+                f"{t.rows_purged} tombstones purged, {vacuum_said(t.vacuumed, t.files_vacuumed)}, "
                 f"{checkpoint_said(t.checkpoint_version)}, {t.duration_s}s"
             )
     c = report.changelog
@@ -157,8 +157,9 @@ def add_commands(sub: Any) -> None:
         "maintain",
         help="hourly maintenance: OPTIMIZE, purge old tombstones, VACUUM, checkpoint (safe beside the stream)",
         description=(
-            "OPTIMIZE, purge tombstones past maintenance.tombstone_retention_hours, VACUUM and checkpoint every "
-            "table, and apply the changelog's retention, beside the running stream. Exits "
+            "OPTIMIZE, purge tombstones past maintenance.tombstone_retention_hours, VACUUM (when due: "
+            "maintenance.vacuum_interval_hours) and checkpoint (where files were rewritten) every table, and "
+            "apply the changelog's retention, beside the running stream. Exits "
             f"{EXIT_NOT_READY} without doing anything when another maintenance run holds the lock (it does the "
             "work), 2 on a bad config."
         ),

@@ -17,6 +17,10 @@ class MaintenanceConfig(Frozen):
 
     vacuum_retention_hours: float = Field(default=DELTA_MIN_RETENTION_HOURS, ge=0)
     """VACUUM removes files no longer referenced for this long (time travel reaches this far back)."""
+    vacuum_interval_hours: float = Field(default=0, ge=0)
+    """VACUUM a table only when its last VACUUM is at least this old (Delta's
+    ``_delta_log/_last_vacuum_info`` says when); 0: every run. VACUUM lists the whole table folder,
+    most of an idle run's time; files wait up to this much longer past the retention to go."""
     allow_short_retention: bool = False
     """Must be true to VACUUM with less than Delta's 168 h safety margin (the seeds keep 2 h)."""
     tombstone_retention_hours: float = Field(default=DELTA_MIN_RETENTION_HOURS, ge=0)

@@ -13,6 +13,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from cdc_delta import columns as C
+from cdc_delta import hadoop_fs
 from cdc_delta.config import AppConfig, MaintenanceConfig, TableConfig
 from cdc_delta.delta.hold import hold_path, holding_writes
 from cdc_delta.delta.tables import latest_snapshot
@@ -72,6 +73,16 @@ def purge(spark: SparkSession, config: AppConfig, table: TableConfig, path: str,
     )
     result = beside_stream(lambda: spark.sql(statement).first(), f"tombstone purge of {table.name}", config, table.name)
     return int(result["num_affected_rows"]) if result else 0
+
+
+def vacuum_due(spark: SparkSession, config: AppConfig, path: str, now: dt.datetime) -> bool:
+    """Whether the table's last VACUUM is ``maintenance.vacuum_interval_hours`` old or more (or unknown:
+    Delta writes ``_delta_log/_last_vacuum_info`` at each VACUUM)."""
+    interval = config.maintenance.vacuum_interval_hours
+    if interval <= 0:
+        return True
+    last_ms = hadoop_fs.modified_ms(spark, f"{path.rstrip('/')}/_delta_log/_last_vacuum_info")
+    return last_ms is None or now.timestamp() * 1000 - last_ms >= interval * 3_600_000
 
 
 def vacuum(spark: SparkSession, config: AppConfig, name: str, path: str) -> int:

@@ -46,6 +46,8 @@ class TableReport:
     rows_purged: int = 0
     purge_cutoff: str | None = None
     files_vacuumed: int = 0
+    vacuumed: bool = True
+    """False: VACUUM was not due (its last run is younger than ``maintenance.vacuum_interval_hours``)."""
     checkpoint_version: int | None = None
     """The table version the run's own Delta checkpoint (written after VACUUM) holds; None: none written,
     since the run rewrote no file (nothing compacted or purged)."""
@@ -86,7 +88,8 @@ def maintain_table(
     watermark = watermarks.get(merged)
     cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
     purged = commands.purge(spark, config, table, path, cutoff) if cutoff is not None else 0
-    vacuumed = commands.vacuum(spark, config, table.name, path)
+    vacuum = commands.vacuum_due(spark, config, path, now)
+    vacuumed = commands.vacuum(spark, config, table.name, path) if vacuum else 0
     rewrote = bool(compacted or purged)
     # A checkpoint only after rewriting files: otherwise the commits since the last are the merges'
     # (Delta checkpoints every 10 of them itself) and VACUUM's two, cheap to replay (1.5 s a table saved).
@@ -104,12 +107,13 @@ def maintain_table(
         rows_purged=purged,
         purge_cutoff=cutoff.isoformat() if cutoff else None,
         files_vacuumed=vacuumed,
+        vacuumed=vacuum,
         checkpoint_version=checkpoint,
         merged_seq=merged,
         duration_s=round(time.monotonic() - started, 2),
     )
     logger.info(
-        "maintained %s: files %d -> %d, bytes %d -> %d, %d tombstones purged (before %s), %d files vacuumed, %s, %.1fs",
+        "maintained %s: files %d -> %d, bytes %d -> %d, %d tombstones purged (before %s), %s, %s, %.1fs",
         table.name,
         files_before,
         files_after,
@@ -118,11 +122,15 @@ def maintain_table(
         purged,
         report.purge_cutoff
         or ("nothing: no stream position yet" if watermark is None else "nothing: no published snapshot yet"),
-        vacuumed,
+        vacuum_said(vacuum, vacuumed),
         checkpoint_said(checkpoint),
         report.duration_s,
     )
     return report
+
+
+def vacuum_said(vacuumed: bool, files: int) -> str:
+    return f"{files} files vacuumed" if vacuumed else "VACUUM not due (maintenance.vacuum_interval_hours)"
 
 
 def checkpoint_said(version: int | None) -> str:

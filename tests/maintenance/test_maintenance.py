@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -152,7 +153,7 @@ def test_vacuum_keeps_what_time_travel_within_retention_needs(spark, tmp_path: P
             "storage": {"root": str(tmp_path)},
             "merge": {"max_delay_seconds": 0},
             "tables": [{"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]}],
-            "maintenance": {"vacuum_retention_hours": 1, "allow_short_retention": True},
+            "maintenance": {"vacuum_retention_hours": 1, "allow_short_retention": True, "vacuum_interval_hours": 24},
         }
     )
     processor = BatchProcessor(config)
@@ -197,3 +198,16 @@ def test_vacuum_keeps_what_time_travel_within_retention_needs(spark, tmp_path: P
     # The version superseded 3 h ago lost its files: it cannot be read any more.
     with pytest.raises(Exception, match="(?i)not exist|FileNotFound|FILE_NOT_EXIST"):
         at(v_insert)
+
+    # maintenance.vacuum_interval_hours 24: the next runs VACUUM only once the last VACUUM (when Delta
+    # wrote _last_vacuum_info) is a day old. A stray file past retention shows which run listed the folder.
+    info = Path(path) / "_delta_log" / "_last_vacuum_info"
+    stray = Path(path) / "part-00000-stray.snappy.parquet"
+    stray.write_bytes(b"left by a failed write")
+    os.utime(stray, (time.time() - 3 * 3600,) * 2)
+    last = info.stat().st_mtime
+    t = run_maintenance(spark, config, now=dt.datetime.now(dt.timezone.utc)).tables[0]
+    assert not t.vacuumed and t.files_vacuumed == 0 and stray.exists() and info.stat().st_mtime == last
+    os.utime(info, (last - 25 * 3600,) * 2)
+    t = run_maintenance(spark, config, now=dt.datetime.now(dt.timezone.utc)).tables[0]
+    assert t.vacuumed and not stray.exists() and info.stat().st_mtime > last
