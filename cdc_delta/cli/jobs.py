@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
-    from cdc_delta.maintenance.run import checkpoint_said, run_maintenance, vacuum_said
+    from cdc_delta.maintenance.run import run_maintenance
     from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
@@ -38,23 +38,9 @@ def cmd_maintain(args: argparse.Namespace) -> int:
             _print_registered(register(spark, config))
         run.exit_code = 0
     for t in report.tables:
-        if t.skipped:
-            print(f"{t.table}: skipped ({t.skipped})")
-        else:
-            print(
-                f"{t.table}: files {t.files_before} -> {t.files_after}, bytes {t.bytes_before} -> {t.bytes_after}, "
-                f"{t.rows_purged} tombstones purged, {vacuum_said(t.vacuumed, t.files_vacuumed)}, "
-                f"{checkpoint_said(t.checkpoint_version)}, {t.duration_s}s"
-            )
-    c = report.changelog
-    if c is not None and c.skipped:
-        print(f"changelog: skipped ({c.skipped})")
-    elif c is not None:
-        print(
-            f"changelog: files {c.files_before} -> {c.files_after}, bytes {c.bytes_before} -> {c.bytes_after}, "
-            f"{c.rows_deleted} merged changes deleted (landed before {c.retention_cutoff}), "
-            f"{c.files_vacuumed} files vacuumed, {c.duration_s}s"
-        )
+        print(f"{t.table}: {t.summary()}")
+    if report.changelog is not None:
+        print(f"changelog: {report.changelog.summary()}")
     print(f"maintenance done in {report.duration_s}s")
     return 0
 

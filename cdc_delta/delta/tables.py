@@ -53,7 +53,9 @@ def _delta_log(spark: SparkSession, path: str) -> Any:
     """The table's JVM ``DeltaLog``, with ``spark`` made the active session of the calling JVM thread
     first. Delta falls back on the thread's active session in places (a snapshot update whose
     asynchronous refresh failed or is missing raises ``DELTA_SPARK_SESSION_NOT_SET`` without one); the
-    Dataset and SQL APIs set it, a direct JVM call from a worker thread does not."""
+    Dataset and SQL APIs set it, a direct JVM call from a worker thread does not. It is left active, not
+    restored after the call: the snapshot returned computes its state lazily, on the caller's thread,
+    when the caller first asks for its files or size, and that computation needs the session too."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     getattr(jvm, "org.apache.spark.sql.classic.SparkSession").setActiveSession(spark._jsparkSession)

@@ -40,6 +40,17 @@ class ChangelogReport:
     duration_s: float = 0.0
     skipped: str | None = None
 
+    def summary(self) -> str:
+        """What the run did to the changelog, in one line (the log's and ``cdc-delta maintain``'s)."""
+        if self.skipped:
+            return f"skipped ({self.skipped})"
+        return (
+            f"files {self.files_before} -> {self.files_after}, bytes {self.bytes_before} -> {self.bytes_after}, "
+            f"{self.rows_deleted} merged changes deleted (landed before {self.retention_cutoff}), "
+            f"{self.files_vacuumed} files vacuumed, checkpoint at version {self.checkpoint_version}, "
+            f"{self.duration_s:.1f}s"
+        )
+
 
 def maintain_changelog(
     spark: SparkSession, config: AppConfig, merged: dict[str, int], now: dt.datetime
@@ -77,19 +88,7 @@ def maintain_changelog(
         checkpoint_version=checkpoint,
         duration_s=round(time.monotonic() - started, 2),
     )
-    logger.info(
-        "maintained the changelog: files %d -> %d, bytes %d -> %d, %d merged changes deleted (landed before %s), "
-        "%d files vacuumed, checkpoint at version %d, %.1fs",
-        files_before,
-        files_after,
-        bytes_before,
-        bytes_after,
-        deleted,
-        report.retention_cutoff,
-        vacuumed,
-        checkpoint,
-        report.duration_s,
-    )
+    logger.info("maintained the changelog: %s", report.summary())
     return report
 
 

@@ -45,6 +45,8 @@ class TableReport:
     files_compacted: int = 0
     rows_purged: int = 0
     purge_cutoff: str | None = None
+    purge_waits_for: str | None = None
+    """Why no tombstone may go yet where ``purge_cutoff`` is None (no stream position, no published snapshot)."""
     files_vacuumed: int = 0
     vacuumed: bool = True
     """False: VACUUM was not due (its last run is younger than ``maintenance.vacuum_interval_hours``)."""
@@ -55,6 +57,26 @@ class TableReport:
     """The newest changelog landing the table holds (-1: none)."""
     duration_s: float = 0.0
     skipped: str | None = None
+
+    def summary(self) -> str:
+        """What the run did to the table, in one line (the log's and ``cdc-delta maintain``'s)."""
+        if self.skipped:
+            return f"skipped ({self.skipped})"
+        purge = f"before {self.purge_cutoff}" if self.purge_cutoff else f"none may go: {self.purge_waits_for}"
+        vacuum = (
+            f"{self.files_vacuumed} files vacuumed"
+            if self.vacuumed
+            else "VACUUM not due (maintenance.vacuum_interval_hours)"
+        )
+        checkpoint = (
+            "no checkpoint (no file rewritten)"
+            if self.checkpoint_version is None
+            else f"checkpoint at version {self.checkpoint_version}"
+        )
+        return (
+            f"files {self.files_before} -> {self.files_after}, bytes {self.bytes_before} -> {self.bytes_after}, "
+            f"{self.rows_purged} tombstones purged ({purge}), {vacuum}, {checkpoint}, {self.duration_s:.1f}s"
+        )
 
 
 @dataclass(frozen=True)
@@ -106,35 +128,17 @@ def maintain_table(
         files_compacted=compacted,
         rows_purged=purged,
         purge_cutoff=cutoff.isoformat() if cutoff else None,
+        purge_waits_for=None
+        if cutoff is not None
+        else ("no stream position yet" if watermark is None else "no published snapshot yet"),
         files_vacuumed=vacuumed,
         vacuumed=vacuum,
         checkpoint_version=checkpoint,
         merged_seq=merged,
         duration_s=round(time.monotonic() - started, 2),
     )
-    logger.info(
-        "maintained %s: files %d -> %d, bytes %d -> %d, %d tombstones purged (before %s), %s, %s, %.1fs",
-        table.name,
-        files_before,
-        files_after,
-        bytes_before,
-        bytes_after,
-        purged,
-        report.purge_cutoff
-        or ("nothing: no stream position yet" if watermark is None else "nothing: no published snapshot yet"),
-        vacuum_said(vacuum, vacuumed),
-        checkpoint_said(checkpoint),
-        report.duration_s,
-    )
+    logger.info("maintained %s: %s", table.name, report.summary())
     return report
-
-
-def vacuum_said(vacuumed: bool, files: int) -> str:
-    return f"{files} files vacuumed" if vacuumed else "VACUUM not due (maintenance.vacuum_interval_hours)"
-
-
-def checkpoint_said(version: int | None) -> str:
-    return "no checkpoint (no file rewritten)" if version is None else f"checkpoint at version {version}"
 
 
 def run_maintenance(
