@@ -104,7 +104,7 @@ def maintain_table(
         return TableReport(table.name, skipped="no table yet")
     started = time.monotonic()
     files_before, bytes_before = commands.table_size(spark, path)
-    compacted = commands.optimize(spark, config, table, path)
+    compacted = commands.optimize(spark, config, table, path, files_before)
     required, absorbed = snapshot_condition(config, table, history)
     merged = merged_through(spark, path, config.app_id, table.name)
     watermark = watermarks.get(merged)
