@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pyspark.sql import Row
 
@@ -32,24 +33,35 @@ def landing_watermarks(landings: Iterable[AppCommit]) -> dict[int, int]:
     return out
 
 
-def purge_cutoff(
+@dataclass(frozen=True)
+class PurgeDecision:
+    """Tombstones whose source change is before ``cutoff`` may be purged; where none may (``cutoff``
+    None), ``waits_for`` says what they wait for."""
+
+    cutoff: dt.datetime | None
+    waits_for: str | None = None
+
+
+def purge_decision(
     now: dt.datetime,
     retention_hours: float,
     watermark_ms: int | None,
     snapshot_required: bool = False,
     absorbed_before: dt.datetime | None = None,
-) -> dt.datetime | None:
-    """Tombstones whose source change is before this instant may be purged (None: none may).
-
-    With ``snapshot_required`` only those a published snapshot absorbed (before its cut-off) may go:
-    the next snapshot starts from that one (or from the stock export), and a purged tombstone would
-    bring the deleted row back.
+) -> PurgeDecision:
+    """Which tombstones may be purged now: those before the earliest of the retention, the stream's
+    position (``watermark_ms``) and, with ``snapshot_required``, the cut-off of the published snapshot
+    that absorbed them (``absorbed_before``): the next snapshot starts from that one (or from the stock
+    export), and a purged tombstone would bring the deleted row back.
     """
-    if watermark_ms is None or (snapshot_required and absorbed_before is None):
-        return None
+    if watermark_ms is None:
+        return PurgeDecision(None, "no stream position yet")
+    if snapshot_required and absorbed_before is None:
+        return PurgeDecision(None, "no published snapshot yet")
     by_retention = now - dt.timedelta(hours=retention_hours)
     by_stream = dt.datetime.fromtimestamp(watermark_ms / 1000, tz=dt.timezone.utc)
-    return min(by_retention, by_stream, *([absorbed_before] if snapshot_required and absorbed_before else []))
+    by_snapshot = [absorbed_before] if snapshot_required and absorbed_before else []
+    return PurgeDecision(min(by_retention, by_stream, *by_snapshot))
 
 
 def snapshot_condition(config: AppConfig, table: TableConfig, history: list[Row]) -> tuple[bool, dt.datetime | None]:

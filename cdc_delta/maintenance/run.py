@@ -25,7 +25,7 @@ from cdc_delta.delta.workers import each_table
 from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance.changelog import ChangelogReport, maintain_changelog
-from cdc_delta.maintenance.purge import landing_watermarks, purge_cutoff, snapshot_condition
+from cdc_delta.maintenance.purge import landing_watermarks, purge_decision, snapshot_condition
 from cdc_delta.reports import write_report
 
 logger = logging.getLogger(__name__)
@@ -108,8 +108,8 @@ def maintain_table(
     required, absorbed = snapshot_condition(config, table, history)
     merged = merged_through(spark, path, config.app_id, table.name)
     watermark = watermarks.get(merged)
-    cutoff = purge_cutoff(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
-    purged = commands.purge(spark, config, table, path, cutoff) if cutoff is not None else 0
+    purge = purge_decision(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
+    purged = commands.purge(spark, config, table, path, purge.cutoff) if purge.cutoff is not None else 0
     vacuum = commands.vacuum_due(spark, config, path, now)
     vacuumed = commands.vacuum(spark, config, table.name, path) if vacuum else 0
     rewrote = bool(compacted or purged)
@@ -127,10 +127,8 @@ def maintain_table(
         bytes_after=bytes_after,
         files_compacted=compacted,
         rows_purged=purged,
-        purge_cutoff=cutoff.isoformat() if cutoff else None,
-        purge_waits_for=None
-        if cutoff is not None
-        else ("no stream position yet" if watermark is None else "no published snapshot yet"),
+        purge_cutoff=purge.cutoff.isoformat() if purge.cutoff else None,
+        purge_waits_for=purge.waits_for,
         files_vacuumed=vacuumed,
         vacuumed=vacuum,
         checkpoint_version=checkpoint,

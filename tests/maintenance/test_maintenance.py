@@ -15,7 +15,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.lock import exclusive_lock
-from cdc_delta.maintenance.purge import purge_cutoff
+from cdc_delta.maintenance.purge import PurgeDecision, purge_decision
 from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import read_canonical
@@ -41,11 +41,17 @@ def rec(offset: int, op: str, key: int, ts_ms: int, partition: int = 0) -> tuple
     return ("srv.inventory.items", partition, offset, b"k", json.dumps(value).encode())
 
 
-def test_purge_cutoff_is_the_earlier_of_retention_and_stream_position() -> None:
+def test_purge_cutoff_is_the_earliest_of_retention_stream_position_and_snapshot() -> None:
     now = dt.datetime(2026, 1, 10, tzinfo=dt.timezone.utc)
-    assert purge_cutoff(now, 24, None) is None
-    assert purge_cutoff(now, 24, T0) == dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    assert purge_cutoff(now, 24, T0 + 30 * DAY_MS) == dt.datetime(2026, 1, 9, tzinfo=dt.timezone.utc)
+    day = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    assert purge_decision(now, 24, None) == PurgeDecision(None, "no stream position yet")
+    assert purge_decision(now, 24, T0) == PurgeDecision(day)
+    assert purge_decision(now, 24, T0 + 30 * DAY_MS) == PurgeDecision(dt.datetime(2026, 1, 9, tzinfo=dt.timezone.utc))
+    # A snapshot table: none may go before a published snapshot absorbed them, then those before its cut-off.
+    later = T0 + 30 * DAY_MS
+    assert purge_decision(now, 24, later, True, None) == PurgeDecision(None, "no published snapshot yet")
+    assert purge_decision(now, 24, later, True, day) == PurgeDecision(day)
+    assert purge_decision(now, 24, None, True, day) == PurgeDecision(None, "no stream position yet")
 
 
 def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:
