@@ -43,6 +43,12 @@ def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str]
     return table_id(spark, path)
 
 
+def writer_features(spark: SparkSession, path: str) -> frozenset[str]:
+    """The table features of the table's protocol, as this process last saw it (no listing)."""
+    names = str(_seen(spark, path).protocol().writerFeatureNames().mkString(","))
+    return frozenset(n for n in names.split(",") if n)
+
+
 def _seen(spark: SparkSession, path: str) -> Any:
     """The table's snapshot as this process last saw it (right after its own commit, that commit's): no
     listing, no history read, no Spark job."""
