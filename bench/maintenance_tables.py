@@ -12,9 +12,11 @@ One process (local[2]), the stream stopped:
    Each run's wall time, the median per table, and the seconds of each step summed over the tables
    (two at a time, so they add up to about twice the wall time): OPTIMIZE, purge, VACUUM, checkpoint,
    the table's size before and after, its merged position, the changelog's maintenance.
-Results go to bench/results/maintenance_tables.json. Not a test: nothing here fails on a time.
+Results go to bench/results/maintenance_tables.json (with --zorder, `maintenance.zorder: true`:
+maintenance_tables_zorder.json). Not a test: nothing here fails on a time.
 
     python bench/maintenance_tables.py                 # 40 tables, ~5 min on 2 cores
+    python bench/maintenance_tables.py --zorder        # OPTIMIZE ... ZORDER BY the key
     python bench/maintenance_tables.py --tables 100    # ~15 min
 """
 
@@ -43,6 +45,7 @@ from cdc_delta.spark_session import build_session
 from cdc_delta.stream.batch import BatchProcessor
 
 RESULTS = Path(__file__).parent / "results" / "maintenance_tables.json"
+RESULTS_ZORDER = Path(__file__).parent / "results" / "maintenance_tables_zorder.json"
 STEPS = (
     (commands, ("table_size", "optimize", "purge", "vacuum_due", "vacuum", "checkpoint")),
     (maintenance, ("merged_through", "maintain_changelog")),
@@ -76,6 +79,7 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=40)
     parser.add_argument("--batches", type=int, default=2, help="batches that build the lake")
     parser.add_argument("--events-per-table", type=int, default=30, help="generated changes a table per batch")
+    parser.add_argument("--zorder", action="store_true", help="maintenance.zorder: true (Z-order by the key)")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="cdc-maintenance-tables-"))
@@ -86,7 +90,12 @@ def main() -> None:
             "storage": {"root": str(root)},
             "merge": {"max_delay_seconds": 0},
             "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": SPARK_CONF},
-            "maintenance": {"tombstone_retention_hours": 0, "vacuum_retention_hours": 0, "allow_short_retention": True},
+            "maintenance": {
+                "tombstone_retention_hours": 0,
+                "vacuum_retention_hours": 0,
+                "allow_short_retention": True,
+                "zorder": args.zorder,
+            },
             "tables": table_configs(sources, "mt"),
         }
     )
@@ -130,9 +139,10 @@ def main() -> None:
         print(run, flush=True)
     spark.stop()
     write_results(
-        RESULTS,
+        RESULTS_ZORDER if args.zorder else RESULTS,
         "maintenance_tables",
         runs,
+        zorder=args.zorder,
         tables=args.tables,
         batches=args.batches,
         events_per_table=args.events_per_table,

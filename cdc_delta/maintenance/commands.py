@@ -6,11 +6,12 @@ have lost a few (:mod:`cdc_delta.delta.hold`)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import TypeVar
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from cdc_delta import columns as C
 from cdc_delta import hadoop_fs
@@ -62,14 +63,57 @@ def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: s
     A table of one file or none has nothing to compact, so OPTIMIZE is not run for it (its planning
     alone costs ~0.3 s a table, summed, a third of an idle hourly run of quiet tables), unless OPTIMIZE may
     rewrite a lone file: to Z-order or cluster it, or (in some Delta versions) to drop the rows its
-    deletion vector deletes."""
+    deletion vector deletes. Z-ordering rewrites every file of the table, so it is not run for a table
+    that has not changed since its last (:func:`still_zordered`)."""
     zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
+    if zorder and still_zordered(spark, path, zorder):
+        return 0
     if files <= 1 and not zorder and not _may_rewrite_lone_file(spark, path):
         return 0
     target = DeltaTable.forPath(spark, path)
     run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
     metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table.name).select("metrics").first()
     return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
+
+
+ZORDER_HISTORY_DEPTH = 48
+"""Commit entries :func:`still_zordered` reads: a day of hourly runs' VACUUM commits (two a run). A table idle for
+longer is Z-ordered again once a day (its last OPTIMIZE is out of reach), not every run."""
+UNCHANGING_OPERATIONS = frozenset({"VACUUM START", "VACUUM END"})
+"""Commits that change no file of the table's state."""
+
+
+def still_zordered(spark: SparkSession, path: str, columns: list[str]) -> bool:
+    """Whether the table is as its last OPTIMIZE ZORDER BY ``columns`` left it (:func:`unchanged_since_zorder`
+    of its newest :data:`ZORDER_HISTORY_DEPTH` commit entries: one Spark job). Delta's Z-order takes every
+    file of the table, so a second run on an unchanged table rewrites it all again."""
+    history = DeltaTable.forPath(spark, path).history(ZORDER_HISTORY_DEPTH)
+    return unchanged_since_zorder(
+        history.select("version", "readVersion", "operation", "operationParameters").collect(), columns
+    )
+
+
+def unchanged_since_zorder(history: list[Row], columns: list[str]) -> bool:
+    """From a table's newest commit entries, newest first: whether the newest that changed its files is an
+    OPTIMIZE Z-ordered by ``columns`` (only VACUUM's commits after it), and no commit but that run's own and
+    VACUUM's lies between the version it read and its own (a merge that committed while it ran added files
+    it did not Z-order). Unknown (a commit between out of reach, no read version) is not unchanged."""
+    since = [c for c in history if c["operation"] not in UNCHANGING_OPERATIONS]
+    if not since or not _zordered_by(since[0], columns) or since[0]["readVersion"] is None:
+        return False
+    read, version = int(since[0]["readVersion"]), int(since[0]["version"])
+    between = {int(c["version"]): c for c in history if read < int(c["version"]) < version}
+    return all(v in between for v in range(read + 1, version)) and all(
+        _zordered_by(c, columns) or c["operation"] in UNCHANGING_OPERATIONS for c in between.values()
+    )
+
+
+def _zordered_by(commit: Row, columns: list[str]) -> bool:
+    """Whether the history entry is an OPTIMIZE that Z-ordered by ``columns``."""
+    if commit["operation"] != "OPTIMIZE":
+        return False
+    parameter = (commit["operationParameters"] or {}).get("zOrderBy")
+    return bool(parameter) and json.loads(parameter) == columns
 
 
 LONE_FILE_FEATURES = frozenset({"deletionVectors", "clustering"})
