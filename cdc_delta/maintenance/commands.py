@@ -77,10 +77,11 @@ def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: s
 
 
 ZORDER_HISTORY_DEPTH = 48
-"""Commit entries :func:`still_zordered` reads: a day of hourly runs' VACUUM commits (two a run). A table idle for
-longer is Z-ordered again once a day (its last OPTIMIZE is out of reach), not every run."""
-UNCHANGING_OPERATIONS = frozenset({"VACUUM START", "VACUUM END"})
-"""Commits that change no file of the table's state."""
+"""Commit entries :func:`still_zordered` reads: a day of hourly runs' VACUUM commits (two a run). A table idle
+for longer is Z-ordered again once a day (its last OPTIMIZE is out of reach), not every run."""
+KEEPS_ZORDER = frozenset({"VACUUM START", "VACUUM END", "DELETE"})
+"""Commits after which a table's files are as Z-ordered as before: VACUUM changes none of them, a DELETE
+(the tombstone purge) only removes rows (what is left keeps its order)."""
 
 
 def still_zordered(spark: SparkSession, path: str, columns: list[str]) -> bool:
@@ -94,17 +95,17 @@ def still_zordered(spark: SparkSession, path: str, columns: list[str]) -> bool:
 
 
 def unchanged_since_zorder(history: list[Row], columns: list[str]) -> bool:
-    """From a table's newest commit entries, newest first: whether the newest that changed its files is an
-    OPTIMIZE Z-ordered by ``columns`` (only VACUUM's commits after it), and no commit but that run's own and
-    VACUUM's lies between the version it read and its own (a merge that committed while it ran added files
-    it did not Z-order). Unknown (a commit between out of reach, no read version) is not unchanged."""
-    since = [c for c in history if c["operation"] not in UNCHANGING_OPERATIONS]
+    """From a table's newest commit entries, newest first: whether the newest that is not one of
+    :data:`KEEPS_ZORDER` is an OPTIMIZE Z-ordered by ``columns``, and no commit but that run's own and those
+    lies between the version it read and its own (a merge that committed while it ran added files it did
+    not Z-order). Unknown (a commit between out of reach, no read version) is not unchanged."""
+    since = [c for c in history if c["operation"] not in KEEPS_ZORDER]
     if not since or not _zordered_by(since[0], columns) or since[0]["readVersion"] is None:
         return False
     read, version = int(since[0]["readVersion"]), int(since[0]["version"])
     between = {int(c["version"]): c for c in history if read < int(c["version"]) < version}
     return all(v in between for v in range(read + 1, version)) and all(
-        _zordered_by(c, columns) or c["operation"] in UNCHANGING_OPERATIONS for c in between.values()
+        _zordered_by(c, columns) or c["operation"] in KEEPS_ZORDER for c in between.values()
     )
 
 
