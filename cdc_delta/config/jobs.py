@@ -27,7 +27,8 @@ class MaintenanceConfig(Frozen):
     """Soft-deleted rows are purged once their source change is older than this (and the stream has
     read past them on every partition)."""
     zorder: bool = False
-    """Cluster with OPTIMIZE ... ZORDER BY the table's zorder_by (default: its key) instead of bin-packing."""
+    """Cluster with OPTIMIZE ... ZORDER BY the table's zorder_by (default: its key) instead of bin-packing (not
+    again for a table unchanged since its last Z-order by the same columns)."""
     target_file_size_mb: int = Field(default=128, gt=0)
     """OPTIMIZE's target file size."""
     lock_path: str | None = None

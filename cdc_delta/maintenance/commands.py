@@ -114,7 +114,7 @@ def _zordered_by(commit: Row, columns: list[str]) -> bool:
     if commit["operation"] != "OPTIMIZE":
         return False
     parameter = (commit["operationParameters"] or {}).get("zOrderBy")
-    return bool(parameter) and json.loads(parameter) == columns
+    return isinstance(parameter, str) and json.loads(parameter) == columns
 
 
 LONE_FILE_FEATURES = frozenset({"deletionVectors", "clustering"})
