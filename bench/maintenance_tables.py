@@ -15,8 +15,8 @@ One process (local[2]), the stream stopped:
 Results go to bench/results/maintenance_tables.json (with --zorder, `maintenance.zorder: true`:
 maintenance_tables_zorder.json). Not a test: nothing here fails on a time.
 
-    python bench/maintenance_tables.py                 # 40 tables, ~5 min on 2 cores
-    python bench/maintenance_tables.py --zorder        # OPTIMIZE ... ZORDER BY the key
+    python bench/maintenance_tables.py                 # 40 tables, ~10 min on 2 cores
+    python bench/maintenance_tables.py --zorder        # OPTIMIZE ... ZORDER BY the key, ~10 min
     python bench/maintenance_tables.py --tables 100    # ~15 min
 """
 

@@ -66,7 +66,7 @@ def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: s
     deletion vector deletes. Z-ordering rewrites every file of the table, so it is not run for a table
     that has not changed since its last (:func:`still_zordered`)."""
     zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
-    if zorder and still_zordered(spark, path, zorder):
+    if zorder and still_zordered(spark, path, zorder, files):
         return 0
     if files <= 1 and not zorder and not _may_rewrite_lone_file(spark, path):
         return 0
@@ -78,43 +78,68 @@ def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: s
 
 ZORDER_HISTORY_DEPTH = 48
 """Commit entries :func:`still_zordered` reads: a day of hourly runs' VACUUM commits (two a run). A table idle
-for longer is Z-ordered again once a day (its last OPTIMIZE is out of reach), not every run."""
-KEEPS_ZORDER = frozenset({"VACUUM START", "VACUUM END", "DELETE"})
-"""Commits after which a table's files are as Z-ordered as before: VACUUM changes none of them, a DELETE
-(the tombstone purge) only removes rows (what is left keeps its order)."""
+for longer is Z-ordered again once its last OPTIMIZE is out of reach: once a day with VACUUM every run, about
+every 24 days with ``vacuum_interval_hours`` 24."""
+VACUUM_OPERATIONS = frozenset({"VACUUM START", "VACUUM END"})
 
 
-def still_zordered(spark: SparkSession, path: str, columns: list[str]) -> bool:
-    """Whether the table is as its last OPTIMIZE ZORDER BY ``columns`` left it (:func:`unchanged_since_zorder`
-    of its newest :data:`ZORDER_HISTORY_DEPTH` commit entries: one Spark job). Delta's Z-order takes every
-    file of the table, so a second run on an unchanged table rewrites it all again."""
+def still_zordered(spark: SparkSession, path: str, columns: list[str], files: int) -> bool:
+    """Whether the table (of ``files`` files now) is as its last OPTIMIZE ZORDER BY ``columns`` left it
+    (:func:`unchanged_since_zorder` of its newest :data:`ZORDER_HISTORY_DEPTH` commit entries: one Spark
+    job). Delta's Z-order takes every file of the table, so a second run on an unchanged table rewrites it
+    all again."""
     history = DeltaTable.forPath(spark, path).history(ZORDER_HISTORY_DEPTH)
-    return unchanged_since_zorder(
-        history.select("version", "readVersion", "operation", "operationParameters").collect(), columns
-    )
+    entries = history.select("version", "readVersion", "operation", "operationParameters", "operationMetrics")
+    return unchanged_since_zorder(entries.collect(), columns, files)
 
 
-def unchanged_since_zorder(history: list[Row], columns: list[str]) -> bool:
-    """From a table's newest commit entries, newest first: whether the newest that is not one of
-    :data:`KEEPS_ZORDER` is an OPTIMIZE Z-ordered by ``columns``, and no commit but that run's own and those
-    lies between the version it read and its own (a merge that committed while it ran added files it did
-    not Z-order). Unknown (a commit between out of reach, no read version) is not unchanged."""
-    since = [c for c in history if c["operation"] not in KEEPS_ZORDER]
+def unchanged_since_zorder(history: list[Row], columns: list[str], files: int) -> bool:
+    """From a table's newest commit entries, newest first, and its file count now: whether the newest commit
+    that does not keep the Z-order (:func:`_keeps_zorder`: VACUUM's, a DELETE that rewrote files) is an
+    OPTIMIZE of the whole table Z-ordered by ``columns``; no commit but that run's own and those lies between
+    the version it read and its own (a merge that committed while it ran added files it did not Z-order);
+    and the files it wrote, with what the DELETEs after it added and removed, are the table's files now (a
+    merge before the version it recorded as read, where its commit was retried from a newer version, shows
+    there). Unknown (a commit between out of reach, no read version, no file counts) is not unchanged."""
+    since = [c for c in history if not _keeps_zorder(c)]
     if not since or not _zordered_by(since[0], columns) or since[0]["readVersion"] is None:
         return False
     read, version = int(since[0]["readVersion"]), int(since[0]["version"])
-    between = {int(c["version"]): c for c in history if read < int(c["version"]) < version}
-    return all(v in between for v in range(read + 1, version)) and all(
-        _zordered_by(c, columns) or c["operation"] in KEEPS_ZORDER for c in between.values()
-    )
+    run = {int(c["version"]): c for c in history if read < int(c["version"]) <= version}
+    if any(v not in run for v in range(read + 1, version + 1)):
+        return False
+    if not all(_zordered_by(c, columns) or _keeps_zorder(c) for c in run.values()):
+        return False
+    written = [_files_added(c) for c in run.values() if c["operation"] == "OPTIMIZE"]
+    after = [_files_added(c) - _files_removed(c) for c in history if int(c["version"]) > version]
+    return files == sum(written) + sum(after)
+
+
+def _keeps_zorder(commit: Row) -> bool:
+    """A commit after which the table's files are as Z-ordered as before: VACUUM's (it changes none of them),
+    a DELETE that rewrote files (the tombstone purge: it only removes rows, what is left keeps its order).
+    A DELETE that wrote deletion vectors leaves the rows in the files, which the Z-order would drop."""
+    if commit["operation"] in VACUUM_OPERATIONS:
+        return True
+    metrics = commit["operationMetrics"] or {}
+    return commit["operation"] == "DELETE" and int(metrics.get("numDeletionVectorsAdded") or 0) == 0
+
+
+def _files_added(commit: Row) -> int:
+    return int((commit["operationMetrics"] or {}).get("numAddedFiles") or 0)
+
+
+def _files_removed(commit: Row) -> int:
+    return int((commit["operationMetrics"] or {}).get("numRemovedFiles") or 0)
 
 
 def _zordered_by(commit: Row, columns: list[str]) -> bool:
-    """Whether the history entry is an OPTIMIZE that Z-ordered by ``columns``."""
+    """Whether the history entry is an OPTIMIZE of the whole table (no WHERE) that Z-ordered by ``columns``."""
     if commit["operation"] != "OPTIMIZE":
         return False
-    parameter = (commit["operationParameters"] or {}).get("zOrderBy")
-    return isinstance(parameter, str) and json.loads(parameter) == columns
+    parameters = commit["operationParameters"] or {}
+    order, where = parameters.get("zOrderBy"), parameters.get("predicate", "[]")
+    return isinstance(order, str) and json.loads(order) == columns and json.loads(where or "[]") == []
 
 
 LONE_FILE_FEATURES = frozenset({"deletionVectors", "clustering"})

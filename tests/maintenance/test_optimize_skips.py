@@ -89,29 +89,52 @@ def test_an_unchanged_table_is_not_zordered_again(spark: Any, tmp_path: Path) ->
     assert spark.read.format("delta").load(path).count() == 109
 
 
-def entry(version: int, operation: str, read: int | None = None, zorder: str | None = None) -> Row:
-    parameters = {"zOrderBy": zorder} if zorder is not None else {"status": "COMPLETED"}
-    return Row(version=version, readVersion=read, operation=operation, operationParameters=parameters)
+def entry(
+    version: int,
+    operation: str,
+    read: int | None = None,
+    zorder: str | None = None,
+    added: int = 0,
+    removed: int = 0,
+    where: str = "[]",
+    vectors: int = 0,
+) -> Row:
+    """A history entry as Delta writes it (``added``/``removed``: its files; ``vectors``: deletion vectors)."""
+    parameters = {"zOrderBy": zorder, "predicate": where} if zorder is not None else {"status": "COMPLETED"}
+    metrics = {"numAddedFiles": str(added), "numRemovedFiles": str(removed), "numDeletionVectorsAdded": str(vectors)}
+    return Row(
+        version=version, readVersion=read, operation=operation, operationParameters=parameters, operationMetrics=metrics
+    )
+
+
+ZORDERED = entry(1, "OPTIMIZE", 0, '["id"]', added=2, removed=5)
+"""Version 1: the table (5 files) Z-ordered by id into 2 files."""
 
 
 @pytest.mark.parametrize(
-    ("history", "unchanged"),
+    ("history", "files", "unchanged"),
     [
-        ([entry(3, "VACUUM END", 2), entry(2, "VACUUM START", 1), entry(1, "OPTIMIZE", 0, '["id"]')], True),
-        # The tombstone purge's DELETE only removes rows.
-        ([entry(2, "DELETE", 1), entry(1, "OPTIMIZE", 0, '["id"]')], True),
+        ([entry(3, "VACUUM END", 2), entry(2, "VACUUM START", 1), ZORDERED], 2, True),
+        # The tombstone purge's DELETE only removes rows (here: one file rewritten, one dropped).
+        ([entry(2, "DELETE", 1, added=1, removed=2), ZORDERED], 1, True),
+        # A DELETE that wrote a deletion vector left the rows in the file: the Z-order drops them.
+        ([entry(2, "DELETE", 1, vectors=1), ZORDERED], 2, False),
         # Two commits of one OPTIMIZE run (its batches), both from the version it read.
-        ([entry(2, "OPTIMIZE", 0, '["id"]'), entry(1, "OPTIMIZE", 0, '["id"]')], True),
-        ([entry(2, "MERGE", 1), entry(1, "OPTIMIZE", 0, '["id"]')], False),
-        ([entry(1, "OPTIMIZE", 0, '["k"]')], False),
-        ([entry(1, "OPTIMIZE", 0, "[]")], False),
+        ([entry(2, "OPTIMIZE", 0, '["id"]', added=1, removed=3), ZORDERED], 3, True),
+        ([entry(2, "MERGE", 1, added=1), ZORDERED], 3, False),
+        ([entry(1, "OPTIMIZE", 0, '["k"]', added=2)], 2, False),
+        ([entry(1, "OPTIMIZE", 0, "[]", added=2)], 2, False),
+        # Z-ordered where a predicate held only: the rest of the table was not.
+        ([entry(1, "OPTIMIZE", 0, '["id"]', added=2, where='["(k = 1)"]')], 2, False),
         # A merge committed while the Z-order ran: its files are not Z-ordered.
-        ([entry(3, "OPTIMIZE", 1, '["id"]'), entry(2, "MERGE", 1)], False),
+        ([entry(3, "OPTIMIZE", 1, '["id"]', added=2), entry(2, "MERGE", 1, added=1)], 3, False),
+        # ... nor where the Z-order's commit was retried from a newer version: the file count shows it.
+        ([entry(3, "OPTIMIZE", 2, '["id"]', added=2, removed=5), entry(2, "MERGE", 1, added=1)], 3, False),
         # The version the Z-order read is out of the entries read: unknown.
-        ([entry(9, "OPTIMIZE", 5, '["id"]'), entry(8, "VACUUM END", 7)], False),
-        ([entry(3, "VACUUM END", 2), entry(2, "VACUUM START", 1)], False),
-        ([], False),
+        ([entry(9, "OPTIMIZE", 5, '["id"]', added=2), entry(8, "VACUUM END", 7)], 2, False),
+        ([entry(3, "VACUUM END", 2), entry(2, "VACUUM START", 1)], 2, False),
+        ([], 0, False),
     ],
 )
-def test_unchanged_since_zorder_reads_the_history(history: list[Row], unchanged: bool) -> None:
-    assert commands.unchanged_since_zorder(history, ["id"]) is unchanged
+def test_unchanged_since_zorder_reads_the_history(history: list[Row], files: int, unchanged: bool) -> None:
+    assert commands.unchanged_since_zorder(history, ["id"], files) is unchanged
