@@ -110,8 +110,10 @@ def unchanged_since_zorder(history: list[Row], columns: list[str], files: int) -
         return False
     if not all(_zordered_by(c, columns) or _keeps_zorder(c) for c in run.values()):
         return False
-    written = [_files_added(c) for c in run.values() if c["operation"] == "OPTIMIZE"]
-    after = [_files_added(c) - _files_removed(c) for c in history if int(c["version"]) > version]
+    written = [_metric(c, "numAddedFiles") for c in run.values() if c["operation"] == "OPTIMIZE"]
+    after = [
+        _metric(c, "numAddedFiles") - _metric(c, "numRemovedFiles") for c in history if int(c["version"]) > version
+    ]
     return files == sum(written) + sum(after)
 
 
@@ -121,16 +123,12 @@ def _keeps_zorder(commit: Row) -> bool:
     A DELETE that wrote deletion vectors leaves the rows in the files, which the Z-order would drop."""
     if commit["operation"] in VACUUM_OPERATIONS:
         return True
-    metrics = commit["operationMetrics"] or {}
-    return commit["operation"] == "DELETE" and int(metrics.get("numDeletionVectorsAdded") or 0) == 0
+    return commit["operation"] == "DELETE" and _metric(commit, "numDeletionVectorsAdded") == 0
 
 
-def _files_added(commit: Row) -> int:
-    return int((commit["operationMetrics"] or {}).get("numAddedFiles") or 0)
-
-
-def _files_removed(commit: Row) -> int:
-    return int((commit["operationMetrics"] or {}).get("numRemovedFiles") or 0)
+def _metric(commit: Row, name: str) -> int:
+    """One of the history entry's operation metrics (0 where it has none)."""
+    return int((commit["operationMetrics"] or {}).get(name) or 0)
 
 
 def _zordered_by(commit: Row, columns: list[str]) -> bool:
