@@ -242,3 +242,23 @@ def console_quiet(spark: SparkSession) -> Iterator[None]:
         yield
     finally:
         getattr(stream, "value_$eq")(before)
+
+
+def describe_jobs(spark: SparkSession, text: str | None) -> None:
+    """The Spark jobs this thread starts from now on carry ``text`` as their description (the UI's
+    jobs page, the event log's ``spark.job.description``), None to clear it. The stream's work comes
+    through py4j callbacks, whose call sites name only py4j: without it, a profile cannot tell which
+    step of a batch or which table's merge ran a job."""
+    spark.sparkContext.setLocalProperty("spark.job.description", text)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def jobs_described(spark: SparkSession, text: str) -> Iterator[None]:
+    """:func:`describe_jobs` for the jobs of the block, the description before it restored after it."""
+    context = spark.sparkContext
+    before = context.getLocalProperty("spark.job.description")
+    describe_jobs(spark, text)
+    try:
+        yield
+    finally:
+        describe_jobs(spark, before)

@@ -35,6 +35,7 @@ from cdc_delta.delta.workers import TableWorkers, fails_the_batch
 from cdc_delta.merger.apply import TableApplier, TableChanges, TableResult, TableRound
 from cdc_delta.merger.gate import LandingGate
 from cdc_delta.merger.schedule import Pending, Schedule
+from cdc_delta.spark_session import jobs_described
 
 logger = logging.getLogger(__name__)
 
@@ -224,14 +225,16 @@ class Merger:
         # round's images canonical, one set per shape among its tables (a round of 50 tables of distinct
         # shapes took 289 s cached; 20 tables 59.7 s cached, 32.9 s checkpointed).
         self.gate.give_way()
-        frame = changes(self.spark, self.config, bounds).localCheckpoint(eager=True)
+        with jobs_described(self.spark, f"merge through landing {through}: pending changes"):
+            frame = changes(self.spark, self.config, bounds).localCheckpoint(eager=True)
         try:
             work = table_work(self.config.app_id, due, table_summaries(frame), through)
             shared = TableRound(frame, through)
 
             def apply(session: SparkSession, table: TableChanges) -> TableResult:
                 self.gate.give_way()
-                return self.applier.apply(session, shared, table)
+                with jobs_described(session, f"merge through landing {through}: {table.name}"):
+                    return self.applier.apply(session, shared, table)
 
             results = self._workers.map(apply, work)
         finally:
@@ -253,7 +256,8 @@ class Merger:
         """The newest landing ``name`` holds, from the table the first time (the positions file may lag
         behind it, or a restored table be behind the file), then as this merger kept it."""
         try:
-            return self.applier.merged_position(spark, name)
+            with jobs_described(spark, f"merge: the position of {name}"):
+                return self.applier.merged_position(spark, name)
         except Exception as exc:  # noqa: BLE001 (the table's own failure stops it when it is applied)
             if fails_the_batch(spark, exc):
                 raise

@@ -25,6 +25,7 @@ from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
+from cdc_delta.spark_session import describe_jobs
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.results import BatchResult, Steps
 from cdc_delta.stream.stats import collect_stats
@@ -60,13 +61,19 @@ class BatchProcessor:
         """Land one batch of Kafka records (columns topic, partition, offset, timestamp, key, value)."""
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        steps = Steps()
-        decoding = self._decode(batch)
-        steps.done("decode")  # read from Kafka, parsed and decoded (into a local checkpoint)
+        spark = batch.sparkSession
+        steps = Steps(lambda step: describe_jobs(spark, None if step is None else f"batch {batch_id}: {step}"))
+        steps.begin("decode")  # read from Kafka, parsed and decoded (into a local checkpoint)
         try:
+            decoding = self._decode(batch)
+        except BaseException:
+            steps.end()
+            raise
+        try:
+            steps.begin("count")
             stats = collect_stats(decoding.frame, key_samples=self.config.keys_from_records)
-            steps.done("count")
             if not stats.rows_in:
+                steps.end()
                 return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=self._merge_round())
             record = StreamCommit(
                 app_id=self.config.app_id,
@@ -76,11 +83,12 @@ class BatchProcessor:
                 max_source_ts_ms=stats.max_source_ts_ms,
                 partition_max_source_ts_ms={t: dict(p) for t, p in stats.max_ts_by_partition.items()},
             )
+            steps.begin("claim")  # the pattern tables against the table index
             if self._changelog is None:
-                self._changelog = Changelog(batch.sparkSession, self.config, self.epoch)
+                self._changelog = Changelog(spark, self.config, self.epoch)
             claims = self._changelog.claim(stats.origins, record_keys(self.config, stats, self._decode.key_columns))
             decoding, stats = apply_claims(decoding, stats, claims)
-            steps.done("claim")  # the pattern tables against the table index
+            steps.begin("land")
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(
                 decoding.frame,
@@ -92,10 +100,10 @@ class BatchProcessor:
                 dict(stats.events_by_table),
                 claims.new,
             )
-            steps.done("land")
             if stats.by_status[DEAD]:
+                steps.begin("dead_letters")
                 self._write_dead_letters(dead_records(decoding, claims), batch_id, started)
-                steps.done("dead_letters")
+            steps.end()
             landed_s = time.monotonic() - t0
             logger.debug("batch %d steps: %s", batch_id, steps.line())
             if self.on_landing is not None:
@@ -121,6 +129,7 @@ class BatchProcessor:
                 steps=dict(steps.seconds),
             )
         finally:
+            steps.end()
             decoding.release()
 
     def _merge_round(self, batch: DataFrame | None = None, landing: Landing | None = None) -> RoundResult | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -67,15 +68,31 @@ class BatchResult:
 
 
 class Steps:
-    """Times the steps of a batch, one after the other: :meth:`done` ends the current one."""
+    """Times the steps of a batch, one after the other: :meth:`begin` ends the current step and starts
+    the next, :meth:`end` ends the last. ``describe`` is told the step that begins (None at the end):
+    the batch labels its Spark jobs with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, describe: Callable[[str | None], None] = lambda step: None) -> None:
         self.seconds: dict[str, float] = {}
+        self._describe = describe
+        self._current: str | None = None
         self._since = time.monotonic()
 
-    def done(self, step: str) -> None:
+    def begin(self, step: str) -> None:
+        self._close()
+        self._current = step
+        self._describe(step)
+
+    def end(self) -> None:
+        self._close()
+        self._current = None
+        self._describe(None)
+
+    def _close(self) -> None:
         now = time.monotonic()
-        self.seconds[step] = round(self.seconds.get(step, 0.0) + now - self._since, 3)
+        if self._current is not None:
+            step = self._current
+            self.seconds[step] = round(self.seconds.get(step, 0.0) + now - self._since, 3)
         self._since = now
 
     def line(self) -> str:
