@@ -145,7 +145,7 @@ def write_as_merged(
         offsets={t: {p: 1 for p in parts} for t, parts in positions.items()},
         partition_max_source_ts_ms=positions,
     )
-    # An empty append commits only with a transaction id (as every landing has).
+    # An empty append commits only with a transaction id here (the stream's landings record empty commits).
     (
         spark.createDataFrame([], changelog_schema())
         .write.format("delta")

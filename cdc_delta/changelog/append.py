@@ -5,10 +5,11 @@ them, new column descriptors stored once each."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -37,6 +38,7 @@ from cdc_delta.exceptions import ConcurrentStreamError
 logger = logging.getLogger(__name__)
 
 ROW_GROUP_CONF = "parquet.block.size"
+SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,22 @@ def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | N
     return rows.sortWithinPartitions(TABLE, "seq")
 
 
+@contextlib.contextmanager
+def _empty_commits_recorded(spark: SparkSession) -> Iterator[None]:
+    """A landing commits even with no row (a batch of tombstones, heartbeats or schema changes only): its
+    record holds the batch's offsets and source times, and every landing number is a commit. Delta skips
+    an append that adds no file unless told otherwise (a transaction id used to make it commit)."""
+    before = spark.conf.get(SKIP_EMPTY_COMMITS, None)
+    spark.conf.set(SKIP_EMPTY_COMMITS, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(SKIP_EMPTY_COMMITS)
+        else:
+            spark.conf.set(SKIP_EMPTY_COMMITS, before)
+
+
 class Changelog:
     """The stream's side of the changelog: lands batches, numbering them; keeps the descriptors
     stored so far. One per process that lands (the stream): landings are numbered in order."""
@@ -95,18 +113,20 @@ class Changelog:
         self.schemas_path = schemas_path(config)
         ensure_tables(spark, config)
         version = latest_version(spark, self.path)
-        self._next_seq = 0 if version is None else version + 1
         self._seen = -1 if version is None else version
         """The changelog's version after this lander's last landing (at start: as it found it)."""
+        self._newest = self._newest_landing(version)
+        """This app's newest landing: read from the log at start, then this lander's own."""
+        newest_seq = -1 if self._newest is None or self._newest.land_seq is None else self._newest.land_seq
+        # Every landing is one commit, so its number never passes the changelog's version: numbering from
+        # past both, a landing number is never given twice.
+        self._next_seq = max(self._seen, newest_seq) + 1
         stored = spark.read.format("delta").load(self.schemas_path).select("schema_id").collect()
         self._schemas = {row["schema_id"] for row in stored}
         self._tables = table_index.discovered(spark, config)
         """The tables the pattern entries made so far."""
         self._lock = threading.Lock()
         self._hold = stream_hold(config, CHANGELOG)
-        self._newest: StreamCommit | None = None
-        """This app's newest landing, read from the log at the first landing, then this lander's own."""
-        self._newest_read = False
 
     def land(
         self,
@@ -124,12 +144,13 @@ class Changelog:
         distinct column descriptors and Connect schema references, stored first where new (a
         reference's text from ``connect_schemas``, the decoder's); ``new_tables``, the tables pattern entries
         made in this batch (:meth:`claim`), are added to the table index first."""
-        with self._lock:
+        newest = self._newest
+        if newest is not None and self._landed_before(batch_id):
+            logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
+            return Landing(newest.land_seq if newest.land_seq is not None else -1, batch_id, at, {}, replayed=True)
+        with self._lock:  # numbered only when it lands: a number given is a commit made
             land_seq = self._next_seq
             self._next_seq += 1
-        if self._landed_before(batch_id):
-            logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
-            return Landing(land_seq, batch_id, at, {}, replayed=True)
         self._store_schemas(descriptors, connect_schemas)
         if new_tables:
             table_index.record(self.spark, self.config, new_tables, land_seq, at)
@@ -142,7 +163,8 @@ class Changelog:
             wait_while_held(self._hold, "the changelog")
         # Small row groups: a reader of one table's changes skips the others' (the rows are sorted by table).
         decoded.sparkSession.conf.set(ROW_GROUP_CONF, str(self.config.changelog.row_group_mb * 1024 * 1024))
-        rows.write.format("delta").mode("append").option("userMetadata", record.to_json()).save(self.path)
+        with _empty_commits_recorded(decoded.sparkSession):
+            rows.write.format("delta").mode("append").option("userMetadata", record.to_json()).save(self.path)
         mine = current_version(self.spark, self.path)
         self._alone(mine - 1)  # one that landed between the check above and this commit
         self._seen = mine
@@ -161,14 +183,13 @@ class Changelog:
         return table_index.claim(self.config, self._tables, origins, keys)
 
     def _landed_before(self, batch_id: int) -> bool:
-        """Whether this checkpoint epoch's batch ``batch_id`` has landed: the stream runs its batches one
-        after the other, so its newest landing tells (a batch run again after a crash is the newest one).
-        Read from the log here rather than with a Delta transaction id on the append, whose check
-        reconstructs the changelog's state at every landing (three Spark jobs; a landing of ten changes
-        took 1.4 s with it, 0.4 s without). One lander per app id (:meth:`_alone`) keeps it exact."""
-        if not self._newest_read:
-            self._newest = self._newest_landing()
-            self._newest_read = True
+        """Whether this checkpoint epoch's batch ``batch_id`` has landed: the app's newest landing has this
+        epoch and a batch id not below it. The stream runs its batches one after the other, so a batch
+        run again after a crash is the newest landing. Read from the log once per process rather than
+        with a Delta transaction id on the append, whose check reconstructs the changelog's state at every
+        landing (three Spark jobs; a landing of ten changes took 1.4 s with it, 0.4 s without). One lander
+        per app id (:meth:`_alone`) keeps it exact; were two to race anyway, both would append the same
+        batch once each, which the ordering guard makes harmless, and :meth:`_alone` stops one."""
         newest = self._newest
         return (
             newest is not None
@@ -177,16 +198,18 @@ class Changelog:
             and newest.batch_id >= batch_id
         )
 
-    def _newest_landing(self) -> StreamCommit | None:
-        """This app's newest landing in the changelog's log: among its newest commits first (maintenance
-        commits between landings, a few an hour), then further back."""
-        if latest_version(self.spark, self.path) is None:
+    def _newest_landing(self, version: int | None) -> StreamCommit | None:
+        """This app's newest landing in the changelog's log (at ``version``): among its newest commits
+        first (maintenance commits between landings, a few an hour), then further back."""
+        if version is None:
             return None
         table = DeltaTable.forPath(self.spark, self.path)
         for limit in (50, 2_000, None):
             for commit in app_commits(table, self.config.app_id, limit):
                 if commit.record.operation == "land":
                     return commit.record
+            if limit is None or limit > version:  # that read covered the whole log
+                break
         return None
 
     def _alone(self, through: int | None) -> None:

@@ -4,8 +4,9 @@ which write it, and every job that reads positions (status, readiness, purge, ch
 Two kinds of commits carry a :class:`StreamCommit` as their Delta ``userMetadata`` (JSON):
 
 - a *landing*, the changelog's commit of one micro-batch: app id, epoch, batch id, its landing number
-  (``land_seq``) and the batch's Kafka offsets and source times; its transaction id
-  (:func:`txn_app_id`) has the batch id as version, so that a batch landed again appends nothing;
+  (``land_seq``) and the batch's Kafka offsets and source times; a batch that the app's newest landing
+  holds already (same epoch, batch id not below) appends nothing
+  (:meth:`cdc_delta.changelog.append.Changelog.land`);
 - a *merge*, a table's commit of its pending changes: app id, table, the landing it holds up to
   (``land_seq``), its changes and newest source time; its transaction id ``<app_id>:<table>:merge``
   has that landing number as version (:func:`merged_through` reads it back).

@@ -40,10 +40,10 @@ class BatchProcessor:
     """The ``foreachBatch`` function: ``query.foreachBatch(BatchProcessor(config))``."""
 
     def __init__(self, config: AppConfig, epoch: str | None = None, on_landing: OnLanding | None = None) -> None:
-        """``epoch``: the checkpoint's (:mod:`.checkpoint`), part of every landing's transaction id and
-        commit; None where there is no checkpoint (tests, tools) or it predates epochs. ``on_landing``:
-        who is told of each landing; without it, the processor runs the merger itself after each landing
-        (:attr:`merger`), merging the tables that are due."""
+        """``epoch``: the checkpoint's (:mod:`.checkpoint`), recorded with every landing (a batch landed
+        before is known by it and its batch id); None where there is no checkpoint (tests, tools) or it
+        predates epochs. ``on_landing``: who is told of each landing; without it, the processor runs the
+        merger itself after each landing (:attr:`merger`), merging the tables that are due."""
         self.config = config
         self.epoch = epoch or None
         self.plan = decode_plan(config)
@@ -62,7 +62,8 @@ class BatchProcessor:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         spark = batch.sparkSession
-        steps = Steps(lambda step: describe_jobs(spark, None if step is None else f"batch {batch_id}: {step}"))
+        streaming = spark.sparkContext.getLocalProperty("spark.job.description")  # Spark's own, put back after
+        steps = Steps(lambda step: describe_jobs(spark, streaming if step is None else f"batch {batch_id}: {step}"))
         steps.begin("decode")  # read from Kafka, parsed and decoded (into a local checkpoint)
         try:
             decoding = self._decode(batch)
@@ -129,8 +130,8 @@ class BatchProcessor:
                 steps=dict(steps.seconds),
             )
         finally:
-            steps.end()
             decoding.release()
+            steps.end()
 
     def _merge_round(self, batch: DataFrame | None = None, landing: Landing | None = None) -> RoundResult | None:
         """The merger's round after a landing, where the processor runs it."""

@@ -1,10 +1,11 @@
 """The stream's checkpoint, checked at start against what the lake and Kafka recorded, so that a lost,
 replaced or older checkpoint loses nothing.
 
-Table writes are idempotent per Delta transaction id, with the batch id as version; a new checkpoint
-starts batch ids at 0 again, and a copy restored from a backup repeats ids already used, so Delta would
-skip those batches as done. Each checkpoint therefore carries an *epoch* (a file of cdc-delta's beside
-Spark's, :data:`EPOCH_FILE`), part of every transaction id and commit of the stream: batches of a new
+Landings are idempotent per batch id (a batch the newest landing holds lands nothing), as are the dead
+letters' appends (a Delta transaction id, the batch id its version); a new checkpoint starts batch ids at
+0 again, and a copy restored from a backup repeats ids already used, so those batches would be skipped as
+done. Each checkpoint therefore carries an *epoch* (a file of cdc-delta's beside Spark's,
+:data:`EPOCH_FILE`), recorded with every landing and part of those transaction ids: batches of a new
 epoch are never mistaken for those of an old one, and re-applying old events is harmless (the ordering
 guard). At start (:func:`prepare_start`):
 

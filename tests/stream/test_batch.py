@@ -79,6 +79,31 @@ def test_replaying_a_batch_id_lands_and_commits_nothing(spark, tmp_path: Path) -
     assert meta["offsets"] == {"srv.inventory.items": {"0": 1}} and meta["batch_id"] == 0 and meta["land_seq"] == 1
 
 
+def test_a_batch_with_nothing_to_land_commits_its_record_and_a_restart_numbers_after_every_landing(
+    spark, tmp_path: Path
+) -> None:
+    config = make_config(tmp_path)
+    changelog = f"{tmp_path}/_cdc_changelog"
+    first = BatchProcessor(config)
+    assert first.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0).land_seq == 1
+    tombstone = ("srv.inventory.items", 0, 1, b"k", None)
+    only = first.process(kafka_frame(spark, [tombstone]), 1)
+    assert (only.landed, only.skipped, only.land_seq) == (0, 1, 2)
+    assert first.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 2, "qty": 2}, 300)]), 2).land_seq == 3
+    # A restart (a new process, the same checkpoint): the last batch again lands nothing, the next one is
+    # numbered after every landing so far and merged.
+    again = BatchProcessor(config)
+    assert again.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 2, "qty": 2}, 300)]), 2).land_seq is None
+    assert again.process(kafka_frame(spark, [rec(ITEMS, 3, "c", {"id": 3, "qty": 3}, 400)]), 3).land_seq == 4
+    landings = [
+        json.loads(r["userMetadata"])
+        for r in DeltaTable.forPath(spark, changelog).history().where("operation = 'WRITE'").collect()
+    ]
+    assert sorted((m["batch_id"], m["land_seq"]) for m in landings) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert next(m for m in landings if m["batch_id"] == 1)["offsets"] == {"srv.inventory.items": {"0": 1}}
+    assert [r["id"] for r in table_rows(spark, config, "inventory.items")] == [1, 2, 3]
+
+
 def test_a_second_stream_of_the_same_app_is_refused_before_it_lands(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path, merge={"max_delay_seconds": 3600})
     first = BatchProcessor(config, epoch="e1", on_landing=lambda landing: None)
