@@ -244,21 +244,40 @@ def console_quiet(spark: SparkSession) -> Iterator[None]:
         getattr(stream, "value_$eq")(before)
 
 
+JOB_DESCRIPTION = "spark.job.description"
+"""The local property that names a thread's Spark jobs (the UI's jobs page, the event log)."""
+
+
 def describe_jobs(spark: SparkSession, text: str | None) -> None:
-    """The Spark jobs this thread starts from now on carry ``text`` as their description (the UI's
-    jobs page, the event log's ``spark.job.description``), None to clear it. The stream's work comes
-    through py4j callbacks, whose call sites name only py4j: without it, a profile cannot tell which
-    step of a batch or which table's merge ran a job."""
-    spark.sparkContext.setLocalProperty("spark.job.description", text)  # type: ignore[arg-type]
+    """The Spark jobs this thread starts from now on carry ``text`` as their description, None to clear
+    it. The stream's work comes through py4j callbacks, whose call sites name only py4j: without it, a
+    profile cannot tell which step of a batch or which table's merge ran a job."""
+    spark.sparkContext.setLocalProperty(JOB_DESCRIPTION, text)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
 def jobs_described(spark: SparkSession, text: str) -> Iterator[None]:
     """:func:`describe_jobs` for the jobs of the block, the description before it restored after it."""
-    context = spark.sparkContext
-    before = context.getLocalProperty("spark.job.description")
+    before = spark.sparkContext.getLocalProperty(JOB_DESCRIPTION)
     describe_jobs(spark, text)
     try:
         yield
     finally:
         describe_jobs(spark, before)
+
+
+@contextlib.contextmanager
+def session_confs(spark: SparkSession, confs: Mapping[str, str]) -> Iterator[None]:
+    """``confs`` set in the session for the block, each put back as it was (unset where it was) after it.
+    Session-wide: every thread of the session sees them meanwhile."""
+    saved = {key: spark.conf.get(key, None) for key in confs}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

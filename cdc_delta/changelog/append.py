@@ -5,11 +5,10 @@ them, new column descriptors stored once each."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -34,11 +33,15 @@ from cdc_delta.delta.commits import StreamCommit, app_commits
 from cdc_delta.delta.hold import CHANGELOG, stream_hold, wait_while_held
 from cdc_delta.delta.tables import current_version
 from cdc_delta.exceptions import ConcurrentStreamError
+from cdc_delta.spark_session import session_confs
 
 logger = logging.getLogger(__name__)
 
 ROW_GROUP_CONF = "parquet.block.size"
-SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+EMPTY_COMMITS_RECORDED = {"spark.databricks.delta.skipRecordingEmptyCommits": "false"}
+"""For a landing's append: a landing commits even with no row (a batch of tombstones, heartbeats or schema
+changes only), its record holding the batch's offsets and source times, and every landing number is a
+commit. Delta skips an append that adds no file unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -85,22 +88,6 @@ def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | N
     return rows.sortWithinPartitions(TABLE, "seq")
 
 
-@contextlib.contextmanager
-def _empty_commits_recorded(spark: SparkSession) -> Iterator[None]:
-    """A landing commits even with no row (a batch of tombstones, heartbeats or schema changes only): its
-    record holds the batch's offsets and source times, and every landing number is a commit. Delta skips
-    an append that adds no file unless told otherwise (a transaction id used to make it commit)."""
-    before = spark.conf.get(SKIP_EMPTY_COMMITS, None)
-    spark.conf.set(SKIP_EMPTY_COMMITS, "false")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(SKIP_EMPTY_COMMITS)
-        else:
-            spark.conf.set(SKIP_EMPTY_COMMITS, before)
-
-
 class Changelog:
     """The stream's side of the changelog: lands batches, numbering them; keeps the descriptors
     stored so far. One per process that lands (the stream): landings are numbered in order."""
@@ -140,14 +127,14 @@ class Changelog:
         new_tables: Mapping[str, table_index.Made] | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this checkpoint epoch's batch landed
-        before, :meth:`_landed_before`); ``descriptors`` are the batch's
+        before, :meth:`_landing_of`); ``descriptors`` are the batch's
         distinct column descriptors and Connect schema references, stored first where new (a
         reference's text from ``connect_schemas``, the decoder's); ``new_tables``, the tables pattern entries
         made in this batch (:meth:`claim`), are added to the table index first."""
-        newest = self._newest
-        if newest is not None and self._landed_before(batch_id):
+        held = self._landing_of(batch_id)
+        if held is not None:
             logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
-            return Landing(newest.land_seq if newest.land_seq is not None else -1, batch_id, at, {}, replayed=True)
+            return Landing(held.land_seq if held.land_seq is not None else -1, batch_id, at, {}, replayed=True)
         with self._lock:  # numbered only when it lands: a number given is a commit made
             land_seq = self._next_seq
             self._next_seq += 1
@@ -163,7 +150,7 @@ class Changelog:
             wait_while_held(self._hold, "the changelog")
         # Small row groups: a reader of one table's changes skips the others' (the rows are sorted by table).
         decoded.sparkSession.conf.set(ROW_GROUP_CONF, str(self.config.changelog.row_group_mb * 1024 * 1024))
-        with _empty_commits_recorded(decoded.sparkSession):
+        with session_confs(decoded.sparkSession, EMPTY_COMMITS_RECORDED):
             rows.write.format("delta").mode("append").option("userMetadata", record.to_json()).save(self.path)
         mine = current_version(self.spark, self.path)
         self._alone(mine - 1)  # one that landed between the check above and this commit
@@ -182,21 +169,19 @@ class Changelog:
             self._tables = table_index.discovered(self.spark, self.config)
         return table_index.claim(self.config, self._tables, origins, keys)
 
-    def _landed_before(self, batch_id: int) -> bool:
-        """Whether this checkpoint epoch's batch ``batch_id`` has landed: the app's newest landing has this
-        epoch and a batch id not below it. The stream runs its batches one after the other, so a batch
-        run again after a crash is the newest landing. Read from the log once per process rather than
-        with a Delta transaction id on the append, whose check reconstructs the changelog's state at every
-        landing (three Spark jobs; a landing of ten changes took 1.4 s with it, 0.4 s without). One lander
-        per app id (:meth:`_alone`) keeps it exact; were two to race anyway, both would append the same
-        batch once each, which the ordering guard makes harmless, and :meth:`_alone` stops one."""
+    def _landing_of(self, batch_id: int) -> StreamCommit | None:
+        """The landing that holds this checkpoint epoch's batch ``batch_id``, None when it has not landed: the
+        app's newest landing when it has this epoch and a batch id not below it. The stream runs its batches
+        one after the other, so a batch run again after a crash is the newest landing. Read from the log
+        once per process rather than with a Delta transaction id on the append, whose check reconstructs the
+        changelog's state at every landing (three Spark jobs; a landing of ten changes took 1.4 s with it,
+        0.4 s without). One lander per app id (:meth:`_alone`) keeps it exact; were two to race anyway, both
+        would append the same batch once each, which the ordering guard makes harmless, and :meth:`_alone`
+        stops one."""
         newest = self._newest
-        return (
-            newest is not None
-            and newest.epoch == self.epoch
-            and newest.batch_id is not None
-            and newest.batch_id >= batch_id
-        )
+        if newest is None or newest.epoch != self.epoch or newest.batch_id is None or newest.batch_id < batch_id:
+            return None
+        return newest
 
     def _newest_landing(self, version: int | None) -> StreamCommit | None:
         """This app's newest landing in the changelog's log (at ``version``): among its newest commits

@@ -9,8 +9,6 @@ Files are Parquet in Hive's legacy encoding (decimals as fixed-length bytes, tim
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -19,6 +17,7 @@ from cdc_delta.columns import quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.exceptions import SnapshotError
 from cdc_delta.hadoop_fs import qualified
+from cdc_delta.spark_session import session_confs
 from cdc_delta.views.catalog import ensure_database, warehouse_dir
 
 logger = logging.getLogger(__name__)
@@ -80,26 +79,11 @@ def ensure_table(spark: SparkSession, qualified_name: str, schema: StructType, l
     return ddl
 
 
-@contextmanager
-def _hive_parquet(spark: SparkSession) -> Iterator[None]:
-    saved: dict[str, str | None] = {key: spark.conf.get(key, None) for key in HIVE_PARQUET_CONF}
-    for key, value in HIVE_PARQUET_CONF.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
-
-
 def write_files(rows: DataFrame, location: str, files: int | None = None) -> None:
     """Write the snapshot's Parquet files to a new folder (fails if it exists)."""
     spark = rows.sparkSession
     out = rows.repartition(files) if files else rows
-    with _hive_parquet(spark):
+    with session_confs(spark, HIVE_PARQUET_CONF):
         out.write.mode("errorifexists").parquet(location)
 
 

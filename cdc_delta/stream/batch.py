@@ -25,7 +25,7 @@ from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.run import Merger, RoundResult
-from cdc_delta.spark_session import describe_jobs
+from cdc_delta.spark_session import JOB_DESCRIPTION, describe_jobs
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.results import BatchResult, Steps
 from cdc_delta.stream.stats import collect_stats
@@ -62,7 +62,7 @@ class BatchProcessor:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         spark = batch.sparkSession
-        streaming = spark.sparkContext.getLocalProperty("spark.job.description")  # Spark's own, put back after
+        streaming = spark.sparkContext.getLocalProperty(JOB_DESCRIPTION)  # Spark's own, put back after
         steps = Steps(lambda step: describe_jobs(spark, streaming if step is None else f"batch {batch_id}: {step}"))
         steps.begin("decode")  # read from Kafka, parsed and decoded (into a local checkpoint)
         try:
