@@ -75,19 +75,12 @@ def _rows(spark: Any, first_id: int, count: int, seq: int) -> Any:
 
 
 def _timed(spark: Any, conf: dict[str, str], action: Any) -> tuple[float, float]:
-    previous = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
+    from cdc_delta.spark_session import session_confs
+
+    with session_confs(spark, conf):
         cpu, wall = _jvm_cpu_s(spark), time.perf_counter()
         action()
         return time.perf_counter() - wall, _jvm_cpu_s(spark) - cpu
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def child(args: argparse.Namespace) -> None:
