@@ -5,6 +5,9 @@ stream as a separate process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import re
 import shutil
@@ -355,6 +358,31 @@ def cdc_delta(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def cdc_delta_here(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``cdc-delta <args> --config <config>`` run by the command line's ``main`` in this process, where
+    it joins the tests' SparkSession: its exit code, and its stdout and stderr as the process would have
+    written them, log lines included (at INFO, the command's format). A command in a process of its own
+    starts a JVM and runs its first batch on cold code, about 20 s on 2 cores; here a few seconds. What
+    only a process has (signals, kill -9, the interpreter's exit) is tested with :func:`cdc_delta` and
+    :class:`StreamProcess`."""
+    from cdc_delta.cli.main import LOG_FORMAT, main
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*args, "--config", str(config)])
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    return subprocess.CompletedProcess(["cdc-delta", *args], code, out.getvalue(), err.getvalue())
 
 
 def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:

@@ -33,12 +33,12 @@ environment variable CDC_DELTA__SECTION__FIELD, e.g. CDC_DELTA__KAFKA__BOOTSTRAP
 """
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""Every command's log lines on stderr."""
+
+
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # PySpark logs every SQL error it raises, as JSON with the JVM's trace: the command says it in one line.

@@ -1,17 +1,18 @@
-"""Issue 25's fault matrix, against the real broker and the stream as a process: a poison record (JSON
+"""Issue 25's fault matrix, against the real broker and the command line's stream: a poison record (JSON
 and Avro), a lost, older or corrupt checkpoint, a table that fails, a table deleted under the stream,
 and column names of every kind. Each case ends with the tables equal to the oracle (the source's last
 state per key), the exact message and exit code, and a restart that changes nothing.
 
 The stream runs share one lake per scenario: a module fixture drives each scenario through its runs,
-the tests assert what each run left."""
+the tests assert what each run left. Each run is the command line's ``cdc-delta stream
+--until-caught-up`` in the tests' process and JVM (``cdc_delta_here``): a JVM of its own per run cost
+the suite about 20 s a run, and nothing here depends on the process (test_stream_process kills and
+signals real ones)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from confluent_kafka import Producer
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.demo.producer import ensure_topics
-from tests.services import ROOT, StreamProcess, assert_caught_up_but_for
+from tests.services import assert_caught_up_but_for, cdc_delta_here
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -95,31 +96,21 @@ def write_config(folder: Path, bootstrap: str, server: str, tables: list[dict[st
 
 @dataclass
 class Run:
-    """One command of the CLI as a process: its exit code, stderr's last line and the log since it started."""
+    """One command of the CLI: its exit code, stderr's last line and what it wrote."""
 
     code: int
     last_line: str
     log: str
 
 
-def stream(proc: StreamProcess) -> Run:
-    before = proc.log.read_text(errors="replace") if proc.log.exists() else ""
-    code = proc.run_until_caught_up(timeout=600)
-    log = proc.log.read_text(errors="replace")[len(before) :]
-    lines = [line for line in log.splitlines() if line.strip()]
-    return Run(code, lines[-1] if lines else "", log)
-
-
 def cli(config: Path, *args: str) -> Run:
-    done = subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", *args, "--config", str(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
+    done = cdc_delta_here(config, *args)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     return Run(done.returncode, lines[-1] if lines else "", done.stdout + done.stderr)
+
+
+def stream(config: Path) -> Run:
+    return cli(config, "stream", "--until-caught-up")
 
 
 def caught_up_but_for(run: Run, *stopped: str) -> None:
@@ -170,7 +161,6 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     ]
     config = write_config(folder, kafka_bootstrap, src.server, tables)
     lk = Lake(src, config, load_config(config, env={}))
-    proc = StreamProcess(config, folder / "stream.log")
 
     # 1. Five good changes around a poison record; odd column names.
     first = [src.change(GOOD, "c", {"id": i, "name": f"g{i}"}) for i in range(1, 4)]
@@ -181,7 +171,7 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     first += [src.change(NAMES, "c", {"id": i, **{n: f"{n}={i}" for n in ODD}}) for i in (1, 2)]
     first += [src.change(GONE, "c", {"id": i, "name": f"v{i}"}) for i in (1, 2, 3)]
     send(kafka_bootstrap, first)
-    lk.runs["first"] = stream(proc)
+    lk.runs["first"] = stream(config)
     lk.seen["first_dead"] = len(dead_letters(spark, lk.cfg))
     lk.seen["first_good"] = table_rows(spark, lk.cfg, "db.good")
 
@@ -199,7 +189,7 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     later += [src.change(GONE, "u", {"id": 1, "name": "v1b"}), src.change(GONE, "c", {"id": 4, "name": "v4"})]
     later += [src.change(GOOD, "c", {"id": 4, "name": "g4"})]
     send(kafka_bootstrap, later)
-    lk.runs["faults"] = stream(proc)
+    lk.runs["faults"] = stream(config)
     lk.seen["gone_exists"] = gone_path.exists()
     lk.seen["faults_good"] = table_rows(spark, lk.cfg, "db.good")
     lk.runs["status"] = cli(config, "status")
@@ -211,10 +201,10 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
         shutil.move(data, broken_path / data.name)
     lk.runs["resume"] = cli(config, "resume-table", "--table", "db.broken")
     shutil.copytree(folder / "gone-backup", gone_path)
-    lk.runs["restored"] = stream(proc)
+    lk.runs["restored"] = stream(config)
     # 4. A restart with nothing new reads nothing again (not the poison record either) and writes nothing.
     lk.seen["restored_dead"] = len(dead_letters(spark, lk.cfg))
-    lk.runs["last"] = stream(proc)
+    lk.runs["last"] = stream(config)
     yield lk
 
 
@@ -330,7 +320,6 @@ def checkpoints(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, 
     config = write_config(folder, kafka_bootstrap, src.server, tables)
     cfg = load_config(config, env={})
     ck = Checkpoints(src, config, cfg)
-    proc = StreamProcess(config, folder / "stream.log")
     checkpoint = Path(cfg.storage.root) / "_cdc_checkpoints" / cfg.app_id
     ids = iter(range(1, 1000))
 
@@ -344,7 +333,7 @@ def checkpoints(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, 
         ck.rows[name] = table_rows(spark, cfg, "db.items")
 
     ten()
-    ck.runs["first"] = stream(proc)
+    ck.runs["first"] = stream(config)
     # Lost: the checkpoint folder deleted, ten new changes, a restart with starting_offsets latest (a new
     # checkpoint would start there, after the ten): the stream resumes from the consumer group instead.
     shutil.rmtree(checkpoint)
@@ -352,25 +341,25 @@ def checkpoints(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, 
     data = yaml.safe_load(config.read_text())
     data["kafka"]["starting_offsets"] = "latest"
     config.write_text(yaml.safe_dump(data))
-    ck.runs["lost"] = stream(proc)
+    ck.runs["lost"] = stream(config)
     snapshot("lost")
     # An older copy restored.
     shutil.copytree(checkpoint, folder / "copy")
     ten()
-    ck.runs["before_copy"] = stream(proc)
+    ck.runs["before_copy"] = stream(config)
     shutil.rmtree(checkpoint)
     shutil.copytree(folder / "copy", checkpoint)
     ten()
-    ck.runs["older"] = stream(proc)
+    ck.runs["older"] = stream(config)
     snapshot("older")
     # Corrupt: the latest offsets file overwritten.
     latest = max((p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     latest.write_text("garbage\n")
-    ck.runs["corrupt"] = stream(proc)
+    ck.runs["corrupt"] = stream(config)
     ck.rows["corrupt_file"] = latest.name
     shutil.move(checkpoint, folder / "corrupt-aside")
     ten()
-    ck.runs["after_corrupt"] = stream(proc)
+    ck.runs["after_corrupt"] = stream(config)
     snapshot("after_corrupt")
     yield ck
 
@@ -424,10 +413,9 @@ def test_a_checkpoint_whose_lake_was_deleted_is_refused(
         tmp_path, kafka_bootstrap, src.server, tables, storage={"checkpoint_root": str(tmp_path / "checkpoints")}
     )
     send(kafka_bootstrap, [src.change(ITEMS, "c", {"id": 1, "name": "x"})])
-    proc = StreamProcess(config, tmp_path / "stream.log")
-    assert stream(proc).code == 0
+    assert stream(config).code == 0
     shutil.rmtree(tmp_path / "lake")
-    run = stream(proc)
+    run = stream(config)
     assert run.code == 2
     assert run.last_line == (
         f"cdc-delta: error: checkpoint {tmp_path}/checkpoints/it-fault3 has read up to batch 0, but the lake at "
