@@ -5,6 +5,7 @@ topics, its stream config, and the checks of the lake against ``SELECT *``."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,8 +107,11 @@ class Pipeline:
         assert apply(client, file, diff, exists, dry_run=False).action == "created"
 
     def mark(self, n: int, timeout: float = 180) -> None:
-        """Insert marker row ``n`` and wait until Debezium has written it to Kafka: everything the
-        database did before it is in Kafka then."""
+        """Insert marker row ``n`` and wait until Debezium has streamed it to Kafka from the binlog:
+        everything the database did before it is in Kafka then. A marker inserted while the connector's
+        snapshot runs can come as the snapshot's read of the table (op ``r``) before the snapshot of
+        the other tables is in Kafka: it is then deleted and inserted again, and the wait is for that
+        insert (op ``c``), which Debezium streams only once its snapshot is complete."""
         self.sql([f"INSERT INTO {self.db}.marker VALUES ({n})"])
         topic = self.topic(self.db, "marker")
         consumer = Consumer(
@@ -126,8 +130,17 @@ class Pipeline:
             consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
             while time.monotonic() < deadline:
                 msg = consumer.poll(1)
-                if msg is not None and msg.error() is None and msg.key() and f'"id":{n}}}' in msg.key().decode():
+                if msg is None or msg.error() is not None or not msg.key() or not msg.value():
+                    continue
+                if f'"id":{n}}}' not in msg.key().decode():
+                    continue
+                value = json.loads(msg.value())
+                op = value.get("payload", value)["op"]
+                if op == "c":
                     return
+                if op == "r":  # read by the snapshot, which may still be running: stream it again
+                    again = f"DELETE FROM {self.db}.marker WHERE id = {n}", f"INSERT INTO {self.db}.marker VALUES ({n})"
+                    self.sql(list(again))
         finally:
             consumer.close()
         raise AssertionError(f"marker {n} did not reach {topic} in {timeout}s: is the connector running?")
