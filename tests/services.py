@@ -385,6 +385,18 @@ def cdc_delta_here(config: Path, *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.CompletedProcess(["cdc-delta", *args], code, out.getvalue(), err.getvalue())
 
 
+def caught_up_here(config: Path, *stopped: str) -> str:
+    """``cdc-delta stream --until-caught-up`` run by :func:`cdc_delta_here`, which must end caught up but
+    for the tables ``stopped`` (:func:`assert_caught_up_but_for`). Returns what it wrote."""
+    run = cdc_delta_here(config, "stream", "--until-caught-up")
+    log = run.stdout + run.stderr
+    if stopped:
+        assert_caught_up_but_for(run.returncode, log, *stopped)
+    else:
+        assert run.returncode == 0, log[-3000:]
+    return log
+
+
 def write_config(folder: Path, bootstrap: str, server: str, max_per_batch: int | None = None) -> Path:
     """A config for the demo tables under ``folder``, reading the topics of ``server``."""
     from cdc_delta.demo.batches import demo_tables

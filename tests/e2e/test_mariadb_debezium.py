@@ -26,7 +26,7 @@ from cdc_delta.snapshot.readiness import cutoff_for
 from cdc_delta.snapshot.run import run_snapshot
 from tests.e2e.pipeline import Pipeline, noon_zone
 from tests.e2e.workload import binlog_steps, deleted_keys, setup_sql
-from tests.services import ConnectWorker, MariaDB, StreamProcess, cdc_delta, wait_for
+from tests.services import ConnectWorker, MariaDB, StreamProcess, caught_up_here, cdc_delta, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -81,24 +81,23 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     )
     zone = noon_zone()
     config = pipe.write_config(time_zone=zone)
-    stream = StreamProcess(config, tmp_path / "stream.log")
-    stream.caught_up_but_for(f"{pipe.db}.odd")  # its column name: stopped, its changes pending
+    # The stream runs in the tests' JVM (caught_up_here); the next test runs and kills it as a process.
+    log = caught_up_here(config, f"{pipe.db}.odd")  # its column name: stopped, its changes pending
     assert_lake_equals_source(spark, pipe, config, "the connector's snapshot")
 
     for step in binlog_steps(pipe.db):
         pipe.sql(step)
     pipe.mark(2)
-    stream.caught_up_but_for(f"{pipe.db}.odd")  # its column name: stopped, its changes pending
+    log += caught_up_here(config, f"{pipe.db}.odd")
     assert_lake_equals_source(spark, pipe, config, "the binlog workload")
     assert_deleted_keys_are_soft_deleted(spark, pipe, config)
-    log = stream.log.read_text()
     assert "Traceback" not in log, log[-3000:]
 
     # The nightly snapshot of today, run after midnight (the clock), every partition quiet since: the
     # connector paused (no more heartbeats), the stream caught up with what it wrote before.
     pipe.client().pause(pipe.connector)
     time.sleep(3)
-    stream.caught_up_but_for(f"{pipe.db}.odd")  # its column name: stopped, its changes pending
+    caught_up_here(config, f"{pipe.db}.odd")
     cfg = indexed(spark, load_config(config, env={}))
     day = dt.datetime.now(zoneinfo.ZoneInfo(zone)).date()
     after_midnight = cutoff_for(day, zone) + dt.timedelta(hours=1)

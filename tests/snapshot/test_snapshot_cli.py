@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,7 +20,7 @@ from cdc_delta.demo.producer import ensure_topics, produce
 from tests.delta_rows import arrow_rows
 from tests.oracle import canonical
 from tests.prom import samples
-from tests.services import ROOT, MariaDB, StreamProcess, write_config
+from tests.services import ROOT, MariaDB, cdc_delta_here, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -34,7 +35,9 @@ def snapshot(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_bootstrap: str, tmp_path: Path) -> None:
+def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(
+    spark: Any, kafka_bootstrap: str, tmp_path: Path
+) -> None:
     server = "snapcli"
     generator = ChangeGenerator(DEMO_TABLES, seed=21, server=server)  # source times on 2026-01-01 (UTC)
     changes = list(generator.changes(600))
@@ -57,7 +60,7 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(kafka_boo
     assert samples(prom.read_text())["cdc_delta_snapshot_exit_code"] == {(): 75}  # for the textfile collector
     assert "cdc_delta_snapshot_last_success_timestamp_seconds" not in samples(prom.read_text())
 
-    assert StreamProcess(config, tmp_path / "stream.log").run_until_caught_up() == 0
+    assert cdc_delta_here(config, "stream", "--until-caught-up").returncode == 0
     done = snapshot(config, "--date", "2026-01-01")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ods.orders dt=2026-01-01:" in done.stdout and "snapshot 2026-01-01 published" in done.stdout

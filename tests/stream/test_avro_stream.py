@@ -24,7 +24,7 @@ from cdc_delta.demo.avro_encoding import avro_datum, avro_schema
 from cdc_delta.demo.producer import ensure_topics
 from tests.events.test_captured_debezium import RECORDS
 from tests.registry import StandInRegistry
-from tests.services import StreamProcess
+from tests.services import cdc_delta_here
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -109,8 +109,8 @@ def test_an_avro_stream_equals_the_json_stream_of_the_same_changes(
         schema_registry={"url": schema_registry.url},
     )
     for config in (json_config, avro_config):
-        stream = StreamProcess(config, config.parent / "stream.log")
-        assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+        run = cdc_delta_here(config, "stream", "--until-caught-up")
+        assert run.returncode == 0, run.stderr[-3000:]
 
     json_types, json_rows = table(spark, json_config)
     avro_types, avro_rows = table(spark, avro_config)
@@ -143,16 +143,16 @@ def test_a_registry_that_cannot_be_reached_stops_the_stream_and_loses_nothing(
         kafka={"value_format": "avro"},
         schema_registry={"url": nowhere, "retry_seconds": 2},
     )
-    stream = StreamProcess(down, tmp_path / "down.log")
-    assert stream.run_until_caught_up() == 69  # unavailable: a supervisor restarts it later
-    assert f"cannot reach the schema registry at {nowhere}" in stream.log.read_text()
+    run = cdc_delta_here(down, "stream", "--until-caught-up")
+    assert run.returncode == 69  # unavailable: a supervisor restarts it later
+    assert f"cannot reach the schema registry at {nowhere}" in run.stderr
     cfg = load_config(down, env={})
     assert not Path(cfg.storage.dead_letters).exists()
 
     up = config_file(
         tmp_path, kafka_bootstrap, prefix, kafka={"value_format": "avro"}, schema_registry={"url": schema_registry.url}
     )
-    stream = StreamProcess(up, tmp_path / "up.log")
-    assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
+    run = cdc_delta_here(up, "stream", "--until-caught-up")
+    assert run.returncode == 0, run.stderr[-3000:]
     _, rows = table(spark, up)
     assert len(rows) >= 5
