@@ -95,13 +95,17 @@ def test_a_batch_with_nothing_to_land_commits_its_record_and_a_restart_numbers_a
     again = BatchProcessor(config)
     assert again.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 2, "qty": 2}, 300)]), 2).land_seq is None
     assert again.process(kafka_frame(spark, [rec(ITEMS, 3, "c", {"id": 3, "qty": 3}, 400)]), 3).land_seq == 4
+    # A second restart after the table merged through that landing: the next landing is numbered past it
+    # (a number the table already merged through would never be merged).
+    third = BatchProcessor(config)
+    assert third.process(kafka_frame(spark, [rec(ITEMS, 4, "c", {"id": 4, "qty": 4}, 500)]), 4).land_seq == 5
     landings = [
         json.loads(r["userMetadata"])
         for r in DeltaTable.forPath(spark, changelog).history().where("operation = 'WRITE'").collect()
     ]
-    assert sorted((m["batch_id"], m["land_seq"]) for m in landings) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert sorted((m["batch_id"], m["land_seq"]) for m in landings) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
     assert next(m for m in landings if m["batch_id"] == 1)["offsets"] == {"srv.inventory.items": {"0": 1}}
-    assert [r["id"] for r in table_rows(spark, config, "inventory.items")] == [1, 2, 3]
+    assert [r["id"] for r in table_rows(spark, config, "inventory.items")] == [1, 2, 3, 4]
 
 
 def test_a_second_stream_of_the_same_app_is_refused_before_it_lands(spark, tmp_path: Path) -> None:
