@@ -72,6 +72,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         )
         return exit_code_of_cause(cause)
     finally:
+        stream.close()
         if server is not None:
             server.close()
     return 0

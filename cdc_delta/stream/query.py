@@ -176,6 +176,17 @@ class RunningStream:
             return results
         return []
 
+    def close(self) -> None:
+        """After the query ended, however it ended (a failed one skips :meth:`finish`): the merger's
+        thread stopped and the mergers' table workers let go."""
+        if self.merging is not None:
+            self.merging.stop()
+        mergers = [self.merging.merger] if self.merging is not None else []
+        if self.batch.processor.merger is not None and self.batch.processor.merger not in mergers:
+            mergers.append(self.batch.processor.merger)
+        for merger in mergers:
+            merger.close()
+
 
 def start_stream(
     spark: SparkSession,
