@@ -48,6 +48,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
     from cdc_delta.config import SparkConfig, parse_config
     from cdc_delta.spark_session import build_session
     from cdc_delta.views.catalog import metastore_conf
+    from tests.services import JVM_STDERR
 
     # Hive support with an embedded Derby metastore of this test run (the snapshot tests publish to it;
     # each uses its own database).
@@ -62,16 +63,28 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
         )
     )
     quick = os.environ.pop("SPARK_SUBMIT_OPTS", None) if os.environ.get("SPARK_SUBMIT_OPTS") == QUICK_JVM else None
+    # The JVM's stderr goes to a file of the run (it keeps the descriptor it starts with), where the
+    # commands run in this process (services.cdc_delta_here) read what it printed during each.
+    jvm_stderr = tmp_path_factory.mktemp("jvm") / "stderr.log"
+    saved = os.dup(2)
     try:
-        session = build_session(
-            SparkConfig(
-                master="local[2]", shuffle_partitions=2, app_name="cdc-delta-tests", conf={"spark.ui.enabled": "false"}
-            ),
-            hive,
-        )
+        with jvm_stderr.open("ab") as sink:
+            os.dup2(sink.fileno(), 2)
+            session = build_session(
+                SparkConfig(
+                    master="local[2]",
+                    shuffle_partitions=2,
+                    app_name="cdc-delta-tests",
+                    conf={"spark.ui.enabled": "false"},
+                ),
+                hive,
+            )
     finally:
+        os.dup2(saved, 2)
+        os.close(saved)
         if quick is not None:
             os.environ["SPARK_SUBMIT_OPTS"] = quick
+    JVM_STDERR.append(jvm_stderr)
     yield session
     try:
         said = sweep_delta_tables(session, tmp_path_factory.getbasetemp())
@@ -82,6 +95,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
                 reporter.write_line("\n" + said)
     finally:
         session.stop()
+        JVM_STDERR.clear()
 
 
 def sweep_delta_tables(spark: object, root: Path) -> str:

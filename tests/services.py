@@ -1,7 +1,7 @@
 """Real services for integration tests, one of each per test session: a Kafka broker (testcontainers
 where Docker runs, else the project's native KRaft broker from Maven Central jars), a MariaDB server
-(Debian's package), a Kafka Connect worker with the Debezium connectors (Maven Central jars), and the
-stream as a separate process."""
+(Debian's package), a Kafka Connect worker with the Debezium connectors (Maven Central jars); the
+commands as separate processes, or run in the tests' own process and JVM."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -360,15 +361,29 @@ def cdc_delta(
     )
 
 
+JVM_STDERR: list[Path] = []
+"""The file the tests' JVM writes its stderr to (set by the ``spark`` fixture, which starts the JVM with
+it): what a command run by :func:`cdc_delta_here` makes Spark, log4j or a Python worker print there."""
+
+
 def cdc_delta_here(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``cdc-delta <args> --config <config>`` run by the command line's ``main`` in this process, where
     it joins the tests' SparkSession: its exit code, and its stdout and stderr as the process would have
-    written them, log lines included (at INFO, the command's format). A command in a process of its own
-    starts a JVM and runs its first batch on cold code, about 20 s on 2 cores; here a few seconds. What
-    only a process has (signals, kill -9, the interpreter's exit) is tested with :func:`cdc_delta` and
-    :class:`StreamProcess`."""
+    written them: log lines (at INFO, the command's format), after what the JVM wrote to its stderr
+    meanwhile (:data:`JVM_STDERR`), so that the command's last line stays last. It starts as a restart
+    would, with no Delta table state cached in the JVM, and must leave none of its threads running. A
+    command in a process of its own starts a JVM and runs its first batch on cold code, about 20 s on 2
+    cores; here a few seconds. What only a process has (signals, kill -9, the interpreter's exit) is
+    tested with :func:`cdc_delta` and :class:`StreamProcess`."""
+    from pyspark.sql import SparkSession
+
     from cdc_delta.cli.main import LOG_FORMAT, main
 
+    spark = SparkSession.getActiveSession()
+    assert spark is not None and JVM_STDERR, "cdc_delta_here runs where the spark fixture started the JVM"
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
+    jvm_said = JVM_STDERR[0].stat().st_size
+    threads = set(threading.enumerate())
     out, err = io.StringIO(), io.StringIO()
     handler = logging.StreamHandler(err)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
@@ -382,7 +397,12 @@ def cdc_delta_here(config: Path, *args: str) -> subprocess.CompletedProcess[str]
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-    return subprocess.CompletedProcess(["cdc-delta", *args], code, out.getvalue(), err.getvalue())
+    left = [t.name for t in set(threading.enumerate()) - threads if t.name.startswith("cdc-")]
+    assert not left, f"cdc-delta {args[0]} left threads running: {left}"
+    with JVM_STDERR[0].open("rb") as jvm:
+        jvm.seek(jvm_said)
+        stderr = jvm.read().decode(errors="replace") + err.getvalue()
+    return subprocess.CompletedProcess(["cdc-delta", *args], code, out.getvalue(), stderr)
 
 
 def caught_up_here(config: Path, *stopped: str) -> str:

@@ -60,7 +60,8 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(
     assert samples(prom.read_text())["cdc_delta_snapshot_exit_code"] == {(): 75}  # for the textfile collector
     assert "cdc_delta_snapshot_last_success_timestamp_seconds" not in samples(prom.read_text())
 
-    assert cdc_delta_here(config, "stream", "--until-caught-up").returncode == 0
+    streamed = cdc_delta_here(config, "stream", "--until-caught-up")
+    assert streamed.returncode == 0, streamed.stderr[-3000:]
     done = snapshot(config, "--date", "2026-01-01")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ods.orders dt=2026-01-01:" in done.stdout and "snapshot 2026-01-01 published" in done.stdout
