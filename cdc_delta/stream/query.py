@@ -181,11 +181,8 @@ class RunningStream:
         thread stopped and the mergers' table workers let go."""
         if self.merging is not None:
             self.merging.stop()
-        mergers = [self.merging.merger] if self.merging is not None else []
-        if self.batch.processor.merger is not None and self.batch.processor.merger not in mergers:
-            mergers.append(self.batch.processor.merger)
-        for merger in mergers:
-            merger.close()
+        if self._merger is not None:
+            self._merger.close()
 
 
 def start_stream(

@@ -20,7 +20,7 @@ from cdc_delta.demo.producer import ensure_topics, produce
 from tests.delta_rows import arrow_rows
 from tests.oracle import canonical
 from tests.prom import samples
-from tests.services import ROOT, MariaDB, cdc_delta_here, write_config
+from tests.services import ROOT, MariaDB, caught_up_here, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -60,8 +60,7 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(
     assert samples(prom.read_text())["cdc_delta_snapshot_exit_code"] == {(): 75}  # for the textfile collector
     assert "cdc_delta_snapshot_last_success_timestamp_seconds" not in samples(prom.read_text())
 
-    streamed = cdc_delta_here(config, "stream", "--until-caught-up")
-    assert streamed.returncode == 0, streamed.stderr[-3000:]
+    caught_up_here(config)
     done = snapshot(config, "--date", "2026-01-01")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ods.orders dt=2026-01-01:" in done.stdout and "snapshot 2026-01-01 published" in done.stdout

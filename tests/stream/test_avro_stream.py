@@ -24,7 +24,7 @@ from cdc_delta.demo.avro_encoding import avro_datum, avro_schema
 from cdc_delta.demo.producer import ensure_topics
 from tests.events.test_captured_debezium import RECORDS
 from tests.registry import StandInRegistry
-from tests.services import cdc_delta_here
+from tests.services import caught_up_here, cdc_delta_here
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -109,8 +109,7 @@ def test_an_avro_stream_equals_the_json_stream_of_the_same_changes(
         schema_registry={"url": schema_registry.url},
     )
     for config in (json_config, avro_config):
-        run = cdc_delta_here(config, "stream", "--until-caught-up")
-        assert run.returncode == 0, run.stderr[-3000:]
+        caught_up_here(config)
 
     json_types, json_rows = table(spark, json_config)
     avro_types, avro_rows = table(spark, avro_config)
@@ -152,7 +151,6 @@ def test_a_registry_that_cannot_be_reached_stops_the_stream_and_loses_nothing(
     up = config_file(
         tmp_path, kafka_bootstrap, prefix, kafka={"value_format": "avro"}, schema_registry={"url": schema_registry.url}
     )
-    run = cdc_delta_here(up, "stream", "--until-caught-up")
-    assert run.returncode == 0, run.stderr[-3000:]
+    caught_up_here(up)
     _, rows = table(spark, up)
     assert len(rows) >= 5
