@@ -5,8 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-if ! command -v java >/dev/null; then
-  echo "setup: Java 17 is required (apt-get install openjdk-17-jre-headless)" >&2; exit 1
+if ! command -v java >/dev/null || ! command -v javac >/dev/null; then
+  echo "setup: a Java 17 JDK is required (apt-get install openjdk-17-jdk-headless)" >&2; exit 1
 fi
 if ! command -v mvn >/dev/null; then
   echo "setup: installing Maven from Debian's packages"

@@ -1,7 +1,9 @@
-"""Decode a micro-batch of Debezium JSON envelopes in the JVM, with Spark's own JSON functions.
+"""Decode a micro-batch of Debezium JSON envelopes in the JVM: each record read once by cdc-delta's
+envelope reader (:data:`READER_CLASS`, ``jvm/decoder``), the rest with Spark's own functions.
 
-1. A probe parses the batch's envelopes and brings back, per (topic, db, table, schema), one row: the
-   distinct Connect schemas and source tables of the batch, a handful of rows.
+1. The reader reads each record's value in one pass: the schema's text hashed, not parsed (kilobytes a
+   record), the payload parsed. A probe over what it read brings back, per (topic, db, table, schema),
+   one row: the distinct Connect schemas and source tables of the batch, a handful of rows.
 2. On the driver each distinct schema is read once, with the reference decoder's own code, into
    per-column conversions (:mod:`.connect_values`), and each source table is routed.
 3. One projection of fixed expressions decodes every record: its table (a broadcast join with the
@@ -29,12 +31,14 @@ from __future__ import annotations
 
 import json
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
 from cdc_delta.decode.images import STRICT_JSON, ImageSchema, read_schema, schema_ref_column
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan
+from cdc_delta.exceptions import SparkSetupError
+from cdc_delta.spark_session import JARS_DIR_ENV
 
 ENV = "_env"
 SCHEMA_ID = "_schema_id"
@@ -50,36 +54,61 @@ _PAYLOAD = (
 )
 _ENVELOPE = f"schema STRING, payload STRUCT<{_PAYLOAD}>"
 _HEAD = '{"schema":'
-_PAYLOAD_KEY = ',"payload":'
 _DIGITS = r"^-?[0-9]+$"
 _GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
 _FILE_NUMBER = r"([0-9]+)[^0-9]*$"
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
 
 
-_HEAD_COLUMN = "_head"
 _ROUTE_KEY = "_route_key"
 _ROUTED = "_routed"
 _SEQ_COLUMN = "_seq"
 _PLAIN = "_plain"
+_READ = "_read"
+
+READER_CLASS = "io.cdcdelta.decode.EnvelopeReader"
+"""The envelope reader, cdc-delta's own JVM code (``jvm/decoder``, built into the Spark jars by
+``scripts/fetch-jars.sh``)."""
+READER = "cdc_delta_read_envelope"
+READ_TYPE = (
+    f"shaped BOOLEAN, head_bytes INT, schema_id BIGINT, utf8 BOOLEAN, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
+)
+"""What :data:`READER_CLASS` returns of a record (its Javadoc says what each field holds)."""
 
 
-def _with_head(batch: DataFrame) -> DataFrame:
-    """``batch`` and ``_head``: the text of each record before its first unquoted ``,"payload":``
-    key. A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no
-    space, is *shaped* (:func:`_shaped`): its head is ``{"schema":`` and the schema's text, its payload
-    is the rest but the closing brace. In valid JSON an unquoted ``,"payload":`` can only be an
-    object's key (a quote inside a string is escaped), and the first one is the envelope's: a Connect
-    schema has no such key. A record split wrongly parses to no payload and goes to the reference
-    decoder."""
-    head = F.substring_index(F.col("value").cast("string"), _PAYLOAD_KEY, 1)
-    return batch.select(*batch.columns, head.alias(_HEAD_COLUMN))
+def register_reader(spark: SparkSession) -> None:
+    """Make the envelope reader callable as :data:`READER` in ``spark``'s queries (again: it replaces);
+    :class:`~cdc_delta.exceptions.SparkSetupError`, saying how to build it, where its jar is missing."""
+    try:
+        spark.udf.registerJavaFunction(READER, READER_CLASS, READ_TYPE)
+    except Exception as e:  # py4j's error for a class the JVM cannot load
+        if "ClassNotFoundException" not in str(e) and "Can not load class" not in str(e):
+            raise
+        raise SparkSetupError(
+            f"cdc-delta's JSON envelope reader ({READER_CLASS}) is not on Spark's classpath: run "
+            "`make setup` (or scripts/fetch-jars.sh), which builds cdc-delta-decoder.jar into the Spark jars "
+            f"folder ({JARS_DIR_ENV} or spark.jars_dir, else .jars/spark of the checkout)"
+        ) from e
+
+
+def _with_read(batch: DataFrame) -> DataFrame:
+    """``batch`` and ``_read``: what the reader (:data:`READER_CLASS`) reads of each record's value, once.
+    A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no space,
+    is *shaped* (:func:`_shaped`): its head is ``{"schema":`` and the schema's text, hashed, not
+    parsed; its payload, the rest but the closing brace, parsed. In valid JSON an unquoted
+    ``,"payload":`` can only be an object's key (a quote inside a string is escaped), and the first
+    one is the envelope's: a Connect schema has no such key. A record split wrongly parses to no
+    payload and goes to the reference decoder, as does anything the reader does not read exactly."""
+    register_reader(batch.sparkSession)
+    return batch.select(*batch.columns, F.call_function(READER, F.col("value")).alias(_READ))
+
+
+def _read(field: str) -> Column:
+    return F.col(_READ).getField(field)
 
 
 def _shaped() -> Column:
-    text = F.col("value").cast("string")
-    head = F.col(_HEAD_COLUMN)
-    return text.startswith(_HEAD) & text.endswith("}") & (F.octet_length(head) < F.octet_length("value"))
+    return _read("shaped")
 
 
 def _one_value(text: Column, ddl: str) -> Column:
@@ -91,10 +120,16 @@ def _one_value(text: Column, ddl: str) -> Column:
     return F.when(F.size(values) == 1, F.element_at(values, 1))
 
 
+def _whole(ddl: str) -> Column:
+    """A record that is not shaped, parsed whole (NULL for a shaped one: Spark evaluates ``from_json`` in
+    every branch of a CASE, so it is given only the records that need it)."""
+    return _one_value(F.when(~_shaped(), F.col("value").cast("string")), ddl)
+
+
 def _schema_id(whole_schema: Column) -> Column:
-    """A record's schema id: the hash of its head where shaped, else of its schema as parsed whole
-    (``whole_schema``, the ``schema`` field read as a string)."""
-    return F.when(_shaped(), F.xxhash64(_HEAD_COLUMN)).otherwise(F.xxhash64(whole_schema))
+    """A record's schema id: the hash of its head where shaped (the reader's), else of its schema as
+    parsed whole (``whole_schema``, the ``schema`` field read as a string)."""
+    return F.when(_shaped(), _read("schema_id")).otherwise(F.xxhash64(whole_schema))
 
 
 def envelopes(batch: DataFrame) -> DataFrame:
@@ -105,23 +140,18 @@ def envelopes(batch: DataFrame) -> DataFrame:
     the schema) is not kept: the schemas' texts (:func:`probe`) and the records the reference decoder
     takes (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
 
-    A shaped record (:func:`_with_head`) is cut in bytes at its payload key: only the payload is
-    parsed, and its schema id is a hash of its head. Any other record is parsed whole, its schema id
-    a hash of its schema's text."""
-    text = F.col("value").cast("string")
-    at = F.octet_length(_HEAD_COLUMN) + len(_PAYLOAD_KEY) + 1
-    payload_text = F.substring("value", at, F.octet_length("value") - at).cast("string")
-    shaped = _shaped()
-    # Spark evaluates from_json in a CASE's every branch: the whole record is given only where needed.
-    parsed = _one_value(F.when(~shaped, text), _ENVELOPE)
-    payload = F.when(shaped, _one_value(payload_text, _PAYLOAD)).otherwise(parsed.getField("payload"))
-    return _with_head(batch).select(
+    A shaped record is read by the envelope reader (:func:`_with_read`), in one pass over its bytes;
+    any other record is parsed whole by Spark's ``from_json``, its schema id a hash of its schema's text."""
+    parsed = _whole(_ENVELOPE)
+    payload = F.when(_shaped(), _read("payload")).otherwise(parsed.getField("payload"))
+    utf8 = F.when(_shaped(), _read("utf8")).otherwise(F.is_valid_utf8(F.col("value").cast("string")))
+    return _with_read(batch).select(
         *KAFKA_KEPT,
         F.struct(payload.alias("payload")).alias(ENV),
         _schema_id(parsed.getField("schema")).alias(SCHEMA_ID),
         F.col("value").isNull().alias(TOMBSTONE_FLAG),
-        F.when(shaped, F.is_valid_utf8(payload_text)).otherwise(F.is_valid_utf8(text)).alias(UTF8_FLAG),
-        F.when(shaped, payload_text).alias(PAYLOAD_TEXT),
+        utf8.alias(UTF8_FLAG),
+        _read("payload_text").alias(PAYLOAD_TEXT),
     )
 
 
@@ -170,10 +200,10 @@ def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    whole = _one_value(F.when(~_shaped(), F.col("value").cast("string")), _ENVELOPE).getField("schema")
-    head = F.when(F.is_valid_utf8(_HEAD_COLUMN), F.substring(_HEAD_COLUMN, len(_HEAD) + 1, 2**31 - 1))
-    schema = F.when(_shaped(), head).otherwise(whole)
-    found = _with_head(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
+    whole = _whole(_ENVELOPE).getField("schema")
+    head = F.substring("value", len(_HEAD) + 1, _read("head_bytes") - len(_HEAD)).cast("string")
+    schema = F.when(_shaped(), F.when(F.is_valid_utf8(head), head.cast("string"))).otherwise(whole)
+    found = _with_read(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
     return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 

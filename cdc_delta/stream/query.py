@@ -28,6 +28,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cdc_delta.changelog.append import Landing
 from cdc_delta.config import AppConfig
 from cdc_delta.config.kafka import require_subscription
+from cdc_delta.decode.jvm import register_reader
 from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
@@ -199,6 +200,8 @@ def start_stream(
     Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
     is counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
     start = prepare_start(spark, config)
+    if config.kafka.value_format == "json":
+        register_reader(spark)  # up front: a missing decoder jar is a setup error, not a failed first batch
     merging, on_landing = None, None
     if not config.merge.in_stream:
         on_landing = _not_merged

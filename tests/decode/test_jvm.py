@@ -214,6 +214,34 @@ def test_records_left_to_the_reference(spark: Any) -> None:
     assert_same(decoded_both_ways(spark, records, plan_for(EDGE_PLAN)))
 
 
+def with_payload(i: int, change: Any) -> bytes:
+    """``edge_value(i)`` with its payload rewritten by ``change`` (text in, text out), schema untouched."""
+    value = edge_value(i)
+    cut = value.index(b',"payload":') + len(b',"payload":')
+    return value[:cut] + change(value[cut:-1].decode()).encode() + b"}"
+
+
+def test_the_envelope_reader_takes_what_it_reads_exactly_and_leaves_the_rest(spark: Any) -> None:
+    """A record written as the JsonConverter writes it is read by the envelope reader (jvm/decoder) even
+    with spaces inside its payload; a payload it does not read exactly (a duplicate key, an op that is
+    not a string, a position that is a fraction, an image that is not an object, a second value after
+    it) goes to the reference decoder. Every one decodes as the reference does."""
+    spaced = with_payload(0, lambda p: json.dumps(json.loads(p), separators=(", ", ": ")))
+    taken = [("srv.db.edge", 0, 0, b"k", spaced), ("srv.db.edge", 0, 1, b"k", edge_value(1))]
+    left = [
+        with_payload(2, lambda p: p.replace('"op":"c"', '"op":"c","op":"c"', 1)),
+        with_payload(3, lambda p: p.replace('"op":"c"', '"op":1', 1)),
+        with_payload(4, lambda p: p.replace('"pos":104', '"pos":104.5', 1)),
+        with_payload(5, lambda p: p.replace('"before":null', '"before":[]', 1)),
+        with_payload(6, lambda p: p + " {}"),
+    ]
+    assert all(b'"pos":10' in edge_value(i) and b'"before":null' in edge_value(i) for i in range(7))
+    records: list[Record] = taken + [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(left, start=2)]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == 2 / 7
+
+
 def test_a_date_the_reference_reads_as_utc_midnight(spark: Any) -> None:
     values = [dt.date(1000, 1, 1), dt.date(2024, 2, 29)]
     records: list[Record] = [

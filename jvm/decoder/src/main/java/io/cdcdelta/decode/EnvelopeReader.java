@@ -1,0 +1,173 @@
+package io.cdcdelta.decode;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Reads a Kafka record's value, a Debezium envelope as Kafka Connect's JsonConverter writes it, once:
+ * the Spark function behind {@code cdc_delta.decode.jvm.envelopes} (its return type is
+ * {@code READ_TYPE} there, field for field as {@link #call} builds it).
+ *
+ * <p>A <em>shaped</em> record is written as the JsonConverter writes it: it starts with
+ * {@code {"schema":}, ends with a closing brace, and holds the key {@code ,"payload":}. Its head, the
+ * bytes before the first such key, is the schema: it is not parsed, only hashed (Spark's
+ * {@code xxhash64}, seed 42, so the id equals what {@code xxhash64} of the head's text gives); its
+ * payload, the bytes between the key and the closing brace, is parsed once with Jackson.
+ *
+ * <p>This reader takes only what it reads exactly: strict JSON (Jackson's defaults, as Python's parser
+ * reads it; a duplicate key refused), valid UTF-8, one payload object and nothing after it, an op that
+ * is a string, images that are objects, and source fields that are strings or integers (their text as
+ * written). Anything else gives a shaped record no payload, and the caller leaves it to the reference
+ * decoder, which decides what it is (decoded, or a dead letter with its reason). A record that is not
+ * shaped is read by the caller with Spark's JSON functions.
+ *
+ * <p>The row: {@code shaped}, {@code head_bytes} (the head's length in bytes), {@code schema_id},
+ * {@code utf8} (the payload is valid UTF-8), {@code payload_text}, and {@code payload}: {@code op},
+ * {@code before} and {@code after} (each image's text as written), {@code source} (db, table, file,
+ * pos, row, gtid, ts_ms, as text). Null for a null value (a tombstone).
+ */
+public final class EnvelopeReader implements UDF1<byte[], Row> {
+  private static final long serialVersionUID = 1L;
+  private static final byte[] HEAD = "{\"schema\":".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] PAYLOAD_KEY = ",\"payload\":".getBytes(StandardCharsets.US_ASCII);
+  private static final List<String> SOURCE_FIELDS = List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms");
+  private static final long XXHASH64_SEED = 42L;
+  private static final JsonFactory JSON =
+      JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+  private static final Row NOT_SHAPED = RowFactory.create(false, null, null, null, null, null);
+
+  @Override
+  public Row call(byte[] value) {
+    if (value == null) {
+      return null;
+    }
+    int head = shapedHead(value);
+    if (head < 0) {
+      return NOT_SHAPED;
+    }
+    long schemaId = XXH64.hashUnsafeBytes(value, Platform.BYTE_ARRAY_OFFSET, head, XXHASH64_SEED);
+    int from = head + PAYLOAD_KEY.length;
+    int to = value.length - 1;
+    if (!UTF8String.fromBytes(value, from, to - from).isValid()) {
+      return RowFactory.create(true, head, schemaId, false, null, null);
+    }
+    byte[] text = Arrays.copyOfRange(value, from, to);
+    Row payload = payload(text);
+    if (payload == null) {
+      return RowFactory.create(true, head, schemaId, true, null, null);
+    }
+    return RowFactory.create(true, head, schemaId, true, new String(text, StandardCharsets.UTF_8), payload);
+  }
+
+  /** The length of a shaped record's head, or -1 where the record is not shaped. */
+  static int shapedHead(byte[] value) {
+    if (value.length <= HEAD.length || value[value.length - 1] != '}' || indexOf(value, HEAD, 0, HEAD.length) != 0) {
+      return -1;
+    }
+    return indexOf(value, PAYLOAD_KEY, 0, value.length);
+  }
+
+  private static int indexOf(byte[] value, byte[] key, int from, int to) {
+    outer:
+    for (int i = from, last = Math.min(to, value.length) - key.length; i <= last; i++) {
+      for (int j = 0; j < key.length; j++) {
+        if (value[i + j] != key[j]) {
+          continue outer;
+        }
+      }
+      return i;
+    }
+    return -1;
+  }
+
+  /** The payload's fields, or null where the text is not one strict JSON object of the expected kinds. */
+  private static Row payload(byte[] text) {
+    try (JsonParser parser = JSON.createParser(text)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return null;
+      }
+      String op = null;
+      String before = null;
+      String after = null;
+      Row source = null;
+      JsonToken token;
+      while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
+        String name = parser.currentName();
+        token = parser.nextToken();
+        switch (name) {
+          case "op":
+            if (token == JsonToken.VALUE_STRING) {
+              op = parser.getText();
+            } else if (token != JsonToken.VALUE_NULL) {
+              return null;
+            }
+            break;
+          case "before":
+          case "after":
+            String image = null;
+            if (token == JsonToken.START_OBJECT) {
+              int start = (int) parser.currentTokenLocation().getByteOffset();
+              parser.skipChildren();
+              int end = (int) parser.currentLocation().getByteOffset();
+              image = new String(text, start, end - start, StandardCharsets.UTF_8);
+            } else if (token != JsonToken.VALUE_NULL) {
+              return null;
+            }
+            if (name.equals("before")) {
+              before = image;
+            } else {
+              after = image;
+            }
+            break;
+          case "source":
+            if (token == JsonToken.START_OBJECT) {
+              source = source(parser);
+              if (source == null) {
+                return null;
+              }
+            } else if (token != JsonToken.VALUE_NULL) {
+              return null;
+            }
+            break;
+          default:
+            parser.skipChildren();
+        }
+      }
+      if (token != JsonToken.END_OBJECT || parser.nextToken() != null) {
+        return null;
+      }
+      return RowFactory.create(op, before, after, source);
+    } catch (IOException e) {
+      return null; // not strict JSON (or past Jackson's limits): the reference decoder says why
+    }
+  }
+
+  /** The source's position fields as text, or null where one is neither a string, an integer nor null. */
+  private static Row source(JsonParser parser) throws IOException {
+    Object[] values = new Object[SOURCE_FIELDS.size()];
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      int at = SOURCE_FIELDS.indexOf(parser.currentName());
+      JsonToken token = parser.nextToken();
+      if (at < 0) {
+        parser.skipChildren();
+      } else if (token == JsonToken.VALUE_STRING || token == JsonToken.VALUE_NUMBER_INT) {
+        values[at] = parser.getText();
+      } else if (token != JsonToken.VALUE_NULL) {
+        return null;
+      }
+    }
+    return RowFactory.create(values);
+  }
+}
