@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
-from cdc_delta.decode.images import STRICT_JSON, ImageSchema, read_schema, schema_ref_column
+from cdc_delta.decode.images import ImageSchema, read_schema, schema_ref_column
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan
 from cdc_delta.exceptions import SparkSetupError
 from cdc_delta.spark_session import JARS_DIR_ENV
@@ -52,7 +52,6 @@ _PAYLOAD = (
     "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING, file: STRING, "
     "pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>"
 )
-_ENVELOPE = f"schema STRING, payload STRUCT<{_PAYLOAD}>"
 _HEAD = '{"schema":'
 _DIGITS = r"^-?[0-9]+$"
 _GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
@@ -70,10 +69,9 @@ READER_CLASS = "io.cdcdelta.decode.EnvelopeReader"
 """The envelope reader, cdc-delta's own JVM code (``jvm/decoder``, built into the Spark jars by
 ``scripts/fetch-jars.sh``)."""
 READER = "cdc_delta_read_envelope"
-READ_TYPE = (
-    f"shaped BOOLEAN, head_bytes INT, schema_id BIGINT, utf8 BOOLEAN, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
-)
-"""What :data:`READER_CLASS` returns of a record (its Javadoc says what each field holds)."""
+READ_TYPE = f"head_bytes INT, schema_id BIGINT, utf8 BOOLEAN, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
+"""What :data:`READER_CLASS` returns of a shaped record (its Javadoc says what each field holds); NULL
+for any other."""
 
 
 def register_reader(spark: SparkSession) -> None:
@@ -94,7 +92,7 @@ def register_reader(spark: SparkSession) -> None:
 def _with_read(batch: DataFrame) -> DataFrame:
     """``batch`` and ``_read``: what the reader (:data:`READER_CLASS`) reads of each record's value, once.
     A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no space,
-    is *shaped* (:func:`_shaped`): its head is ``{"schema":`` and the schema's text, hashed, not
+    is *shaped*: its head is ``{"schema":`` and the schema's text, hashed, not
     parsed; its payload, the rest but the closing brace, parsed. In valid JSON an unquoted
     ``,"payload":`` can only be an object's key (a quote inside a string is escaped), and the first
     one is the envelope's: a Connect schema has no such key. A record split wrongly parses to no
@@ -107,50 +105,22 @@ def _read(field: str) -> Column:
     return F.col(_READ).getField(field)
 
 
-def _shaped() -> Column:
-    return _read("shaped")
-
-
-def _one_value(text: Column, ddl: str) -> Column:
-    """The JSON object ``text`` holds, read as ``STRUCT<ddl>``; NULL where anything but whitespace follows
-    it. Jackson stops at the end of the first value and Spark ignores the rest, so a record holding two
-    envelopes would otherwise be read as the first: it is read as a one-element array instead, which
-    anything after the object makes invalid (the reference decoder then refuses the record)."""
-    values = F.from_json(F.concat(F.lit("["), text, F.lit("]")), f"ARRAY<STRUCT<{ddl}>>", STRICT_JSON)
-    return F.when(F.size(values) == 1, F.element_at(values, 1))
-
-
-def _whole(ddl: str) -> Column:
-    """A record that is not shaped, parsed whole (NULL for a shaped one: Spark evaluates ``from_json`` in
-    every branch of a CASE, so it is given only the records that need it)."""
-    return _one_value(F.when(~_shaped(), F.col("value").cast("string")), ddl)
-
-
-def _schema_id(whole_schema: Column) -> Column:
-    """A record's schema id: the hash of its head where shaped (the reader's), else of its schema as
-    parsed whole (``whole_schema``, the ``schema`` field read as a string)."""
-    return F.when(_shaped(), _read("schema_id")).otherwise(F.xxhash64(whole_schema))
-
-
 def envelopes(batch: DataFrame) -> DataFrame:
     """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
-    what the fast path needs of the value: whether it is null (a tombstone) and whether it is valid
-    UTF-8 (of a shaped record, its payload: its head is checked once per schema, by :func:`probe`; the
-    key between them and the closing brace are ASCII). The value itself (kilobytes a record, mostly
-    the schema) is not kept: the schemas' texts (:func:`probe`) and the records the reference decoder
-    takes (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
+    what the fast path needs of the value: whether it is null (a tombstone) and whether its payload is
+    valid UTF-8 (its head is checked once per schema, by :func:`probe`; the key between them and the
+    closing brace are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept: the
+    schemas' texts (:func:`probe`) and the records the reference decoder takes
+    (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
 
-    A shaped record is read by the envelope reader (:func:`_with_read`), in one pass over its bytes;
-    any other record is parsed whole by Spark's ``from_json``, its schema id a hash of its schema's text."""
-    parsed = _whole(_ENVELOPE)
-    payload = F.when(_shaped(), _read("payload")).otherwise(parsed.getField("payload"))
-    utf8 = F.when(_shaped(), _read("utf8")).otherwise(F.is_valid_utf8(F.col("value").cast("string")))
+    Only a shaped record is read (:func:`_with_read`), in one pass over its bytes; any other record
+    has no payload here and goes to the reference decoder (its image could not be landed as written)."""
     return _with_read(batch).select(
         *KAFKA_KEPT,
-        F.struct(payload.alias("payload")).alias(ENV),
-        _schema_id(parsed.getField("schema")).alias(SCHEMA_ID),
+        F.struct(_read("payload").alias("payload")).alias(ENV),
+        _read("schema_id").alias(SCHEMA_ID),
         F.col("value").isNull().alias(TOMBSTONE_FLAG),
-        utf8.alias(UTF8_FLAG),
+        _read("utf8").alias(UTF8_FLAG),
         _read("payload_text").alias(PAYLOAD_TEXT),
     )
 
@@ -193,17 +163,16 @@ def probe(
 
 
 def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
-    """Schema id -> the schema's text, read from the given records (topic, partition, offset); None
-    where the record has no schema, or its head is not valid UTF-8 (the fast path checks only the
-    payload of a shaped record: its events go to the reference decoder, which refuses them)."""
+    """Schema id -> the schema's text, read from the given shaped records (topic, partition, offset); None
+    where its head is not valid UTF-8 (the fast path checks only the payload of a record: its events go
+    to the reference decoder, which refuses them)."""
     if not records:
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    whole = _whole(_ENVELOPE).getField("schema")
     head = F.substring("value", len(_HEAD) + 1, _read("head_bytes") - len(_HEAD)).cast("string")
-    schema = F.when(_shaped(), F.when(F.is_valid_utf8(head), head.cast("string"))).otherwise(whole)
-    found = _with_read(batch.where(at.isin(wanted))).select(_schema_id(whole).alias(SCHEMA_ID), schema.alias("schema"))
+    schema = F.when(F.is_valid_utf8(head), head)
+    found = _with_read(batch.where(at.isin(wanted))).select(_read("schema_id").alias(SCHEMA_ID), schema.alias("schema"))
     return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 

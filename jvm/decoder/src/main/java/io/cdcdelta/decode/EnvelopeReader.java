@@ -30,13 +30,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * reads it; a duplicate key refused), valid UTF-8, one payload object and nothing after it, an op that
  * is a string, images that are objects, and source fields that are strings or integers (their text as
  * written). Anything else gives a shaped record no payload, and the caller leaves it to the reference
- * decoder, which decides what it is (decoded, or a dead letter with its reason). A record that is not
- * shaped is read by the caller with Spark's JSON functions.
+ * decoder, which decides what it is (decoded, or a dead letter with its reason), as it does every
+ * record that is not shaped.
  *
- * <p>The row: {@code shaped}, {@code head_bytes} (the head's length in bytes), {@code schema_id},
+ * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
  * {@code utf8} (the payload is valid UTF-8), {@code payload_text}, and {@code payload}: {@code op},
  * {@code before} and {@code after} (each image's text as written), {@code source} (db, table, file,
- * pos, row, gtid, ts_ms, as text). Null for a null value (a tombstone).
+ * pos, row, gtid, ts_ms, as text). Null for any other record and for a null value (a tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
@@ -46,29 +46,25 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final long XXHASH64_SEED = 42L;
   private static final JsonFactory JSON =
       JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
-  private static final Row NOT_SHAPED = RowFactory.create(false, null, null, null, null, null);
 
   @Override
   public Row call(byte[] value) {
-    if (value == null) {
-      return null;
-    }
-    int head = shapedHead(value);
+    int head = value == null ? -1 : shapedHead(value);
     if (head < 0) {
-      return NOT_SHAPED;
+      return null;
     }
     long schemaId = XXH64.hashUnsafeBytes(value, Platform.BYTE_ARRAY_OFFSET, head, XXHASH64_SEED);
     int from = head + PAYLOAD_KEY.length;
     int to = value.length - 1;
     if (!UTF8String.fromBytes(value, from, to - from).isValid()) {
-      return RowFactory.create(true, head, schemaId, false, null, null);
+      return RowFactory.create(head, schemaId, false, null, null);
     }
     byte[] text = Arrays.copyOfRange(value, from, to);
     Row payload = payload(text);
     if (payload == null) {
-      return RowFactory.create(true, head, schemaId, true, null, null);
+      return RowFactory.create(head, schemaId, true, null, null);
     }
-    return RowFactory.create(true, head, schemaId, true, new String(text, StandardCharsets.UTF_8), payload);
+    return RowFactory.create(head, schemaId, true, new String(text, StandardCharsets.UTF_8), payload);
   }
 
   /** The length of a shaped record's head, or -1 where the record is not shaped. */
