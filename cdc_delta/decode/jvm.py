@@ -92,8 +92,8 @@ def register_reader(spark: SparkSession) -> None:
 def _with_read(batch: DataFrame) -> DataFrame:
     """``batch`` and ``_read``: what the reader (:data:`READER_CLASS`) reads of each record's value, once.
     A record written as the JsonConverter writes it, ``{"schema":{..},"payload":{..}}`` with no space,
-    is *shaped*: its head is ``{"schema":`` and the schema's text, hashed, not
-    parsed; its payload, the rest but the closing brace, parsed. In valid JSON an unquoted
+    is *shaped*: its head is ``{"schema":`` and the schema's text, hashed, not parsed; its payload, the
+    rest but the closing brace, parsed. In valid JSON an unquoted
     ``,"payload":`` can only be an object's key (a quote inside a string is escaped), and the first
     one is the envelope's: a Connect schema has no such key. A record split wrongly parses to no
     payload and goes to the reference decoder, as does anything the reader does not read exactly."""
