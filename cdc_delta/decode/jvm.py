@@ -75,8 +75,15 @@ for any other."""
 
 
 def register_reader(spark: SparkSession) -> None:
-    """Make the envelope reader callable as :data:`READER` in ``spark``'s queries (again: it replaces);
-    :class:`~cdc_delta.exceptions.SparkSetupError`, saying how to build it, where its jar is missing."""
+    """Make the envelope reader callable as :data:`READER` in ``spark``'s queries, where it is not yet (a
+    stream's batches run in a copy of the session made at its start, which has it; registering again
+    would log a warning every batch); :class:`~cdc_delta.exceptions.SparkSetupError`, saying how to build
+    it, where its jar is missing."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    name = jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(READER)
+    if spark._jsparkSession.sessionState().functionRegistry().functionExists(name):
+        return
     try:
         spark.udf.registerJavaFunction(READER, READER_CLASS, READ_TYPE)
     except Exception as e:  # py4j's error for a class the JVM cannot load
