@@ -40,6 +40,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import AppCommit, app_commits
 from cdc_delta.delta.tables import current_version
 from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.retry import retry_on_conflict
 
 LAND_SEQ = "land_seq"
 TABLE = "table"
@@ -113,7 +114,10 @@ def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
         (tables_path(config), tables_schema()),
     ):
         if not DeltaTable.isDeltaTable(spark, path):
-            DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+            # A stream and a merger starting at once both create it: the one that loses the race to the
+            # empty directory finds it there when it tries again.
+            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+            retry_on_conflict(builder.execute, f"creating {path}")
     path = changelog_path(config)
     present = set(DeltaTable.forPath(spark, path).toDF().columns)
     added = [f for f in added_fields() if f.name not in present]

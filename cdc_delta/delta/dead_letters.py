@@ -38,15 +38,16 @@ def dead_letter_rows(
 def write_dead_letters(rows: DataFrame, path: str, txn_app_id: str, batch_id: int) -> None:
     """Append to the dead-letter table, idempotently per batch (a replayed batch appends nothing):
     ``txn_app_id`` is the stream's (:func:`cdc_delta.delta.commits.txn_app_id`), the batch id its version
-    (or a table's merges', the landing its merge holds up to)."""
-    (
+    (or a table's merges', the landing its merge holds up to). The stream and the merges beside it
+    both append: a race lost is retried (the first appends race to create the table)."""
+    writer = (
         rows.write.format("delta")
         .mode("append")
         .option("txnAppId", txn_app_id)
         .option("txnVersion", str(batch_id))
         .option("mergeSchema", "true")  # a table written before replayed_at gains it
-        .save(path)
     )
+    retry_on_conflict(lambda: writer.save(path), f"appending to the dead letters {path}")
 
 
 def mark_replayed(spark: SparkSession, path: str, records: DataFrame, at: dt.datetime) -> int:

@@ -36,7 +36,6 @@ from cdc_delta.merger.rows import typed_rows
 from cdc_delta.merger.schema_evolution import SchemaPlan, plan_schema
 from cdc_delta.merger.target import TableState, apply_schema_plan, table_state
 from cdc_delta.merger.truncates import segments
-from cdc_delta.retry import retry_on_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -176,11 +175,7 @@ class TableApplier:
             return 0
         at = dt.datetime.now(dt.timezone.utc)
         letters = dead_letter_rows(rows, self.config.app_id, F.col("batch_id"), at, field("reason"))
-        # Tables are merged concurrently: a race with another table's dead letters is retried (the
-        # transaction id keeps the retry from appending twice).
-        retry_on_conflict(
-            lambda: write_dead_letters(letters, path, txn, found["newest"]), f"dead letters of {work.name}"
-        )
+        write_dead_letters(letters, path, txn, found["newest"])  # a race lost is retried there
         logger.warning(
             "table %s: %d changes could not be read where merged; they are in the dead letters (%s), with why",
             work.name,

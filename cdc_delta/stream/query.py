@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.changelog.append import Landing
+from cdc_delta.changelog.table import ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.config.kafka import require_subscription
 from cdc_delta.decode.jvm import register_reader
@@ -202,6 +203,7 @@ def start_stream(
     start = prepare_start(spark, config)
     if config.kafka.value_format == "json":
         register_reader(spark)  # up front: a missing decoder jar is a setup error, not a failed first batch
+    ensure_tables(spark, config)  # before the first batch and the merger's thread both look for them
     merging, on_landing = None, None
     if not config.merge.in_stream:
         on_landing = _not_merged
