@@ -43,7 +43,6 @@ from cdc_delta.spark_session import JARS_DIR_ENV
 ENV = "_env"
 SCHEMA_ID = "_schema_id"
 TOMBSTONE_FLAG = "_tombstone"
-UTF8_FLAG = "_utf8"
 PAYLOAD_TEXT = "_payload"
 FAST = "_fast"
 KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
@@ -69,7 +68,7 @@ READER_CLASS = "io.cdcdelta.decode.EnvelopeReader"
 """The envelope reader, cdc-delta's own JVM code (``jvm/decoder``, built into the Spark jars by
 ``scripts/fetch-jars.sh``)."""
 READER = "cdc_delta_read_envelope"
-READ_TYPE = f"head_bytes INT, schema_id BIGINT, utf8 BOOLEAN, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
+READ_TYPE = f"head_bytes INT, schema_id BIGINT, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
 """What :data:`READER_CLASS` returns of a shaped record (its Javadoc says what each field holds); NULL
 for any other."""
 
@@ -114,9 +113,10 @@ def _read(field: str) -> Column:
 
 def envelopes(batch: DataFrame) -> DataFrame:
     """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
-    what the fast path needs of the value: whether it is null (a tombstone) and whether its payload is
-    valid UTF-8 (its head is checked once per schema, by :func:`probe`; the key between them and the
-    closing brace are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept: the
+    what the fast path needs of the value: whether it is null (a tombstone), and the payload's text
+    (none where it is not valid UTF-8: Spark's cast would replace bad bytes, the reference refuses them;
+    the head is checked once per schema, by :func:`probe`; the key between them and the closing brace
+    are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept: the
     schemas' texts (:func:`probe`) and the records the reference decoder takes
     (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
 
@@ -127,7 +127,6 @@ def envelopes(batch: DataFrame) -> DataFrame:
         F.struct(_read("payload").alias("payload")).alias(ENV),
         _read("schema_id").alias(SCHEMA_ID),
         F.col("value").isNull().alias(TOMBSTONE_FLAG),
-        _read("utf8").alias(UTF8_FLAG),
         _read("payload_text").alias(PAYLOAD_TEXT),
     )
 
@@ -215,8 +214,7 @@ def _seq() -> Column:
 
 
 def _plain_source() -> Column:
-    """Valid UTF-8 (Spark's cast would replace bad bytes, the reference refuses them), an op the fast
-    path decodes, and a source position it reads as the reference does, every field of it in range."""
+    """An op the fast path decodes, and a source position it reads as the reference does, every field of it in range."""
 
     def integer(name: str, type_name: str) -> Column:
         text = _source(name)
@@ -227,8 +225,7 @@ def _plain_source() -> Column:
         return (digits == "") | digits.try_cast("bigint").isNotNull()
 
     return (
-        F.col(UTF8_FLAG)
-        & F.col(ENV).getField("payload").getField("op").isin("c", "u", "d", "r")
+        F.col(ENV).getField("payload").getField("op").isin("c", "u", "d", "r")
         & integer("ts_ms", "bigint")
         & (_source("pos").isNull() | integer("pos", "bigint"))
         & (_source("row").isNull() | integer("row", "int"))
@@ -296,6 +293,7 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
     payload = F.col(ENV).getField("payload")
     text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
+    # No payload text: not valid UTF-8, or not read exactly by the reader (the reference decides)
     plain = F.col(PAYLOAD_TEXT).isNotNull() & _plain_source() & ~_lone_surrogate(text)
     # The ordering key and the checks in a projection of their own, before the join: in one projection
     # with the struct below, Spark generated a method past the JVM's limit for JIT compilation (8,000

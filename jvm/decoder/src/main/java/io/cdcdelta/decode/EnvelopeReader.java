@@ -34,9 +34,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * record that is not shaped.
  *
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
- * {@code utf8} (the payload is valid UTF-8), {@code payload_text}, and {@code payload}: {@code op},
+ * {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
  * {@code before} and {@code after} (each image's text as written), {@code source} (db, table, file,
- * pos, row, gtid, ts_ms, as text). Null for any other record and for a null value (a tombstone).
+ * pos, row, gtid, ts_ms, as text), null where the reader does not read it exactly. Null for any other
+ * record and for a null value (a tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
@@ -57,14 +58,14 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
     int from = head + PAYLOAD_KEY.length;
     int to = value.length - 1;
     if (!UTF8String.fromBytes(value, from, to - from).isValid()) {
-      return RowFactory.create(head, schemaId, false, null, null);
+      return RowFactory.create(head, schemaId, null, null);
     }
     byte[] text = Arrays.copyOfRange(value, from, to);
     Row payload = payload(text);
     if (payload == null) {
-      return RowFactory.create(head, schemaId, true, null, null);
+      return RowFactory.create(head, schemaId, null, null);
     }
-    return RowFactory.create(head, schemaId, true, new String(text, StandardCharsets.UTF_8), payload);
+    return RowFactory.create(head, schemaId, new String(text, StandardCharsets.UTF_8), payload);
   }
 
   /** The length of a shaped record's head, or -1 where the record is not shaped. */
