@@ -48,13 +48,10 @@ FAST = "_fast"
 KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
 _PAYLOAD = (
-    "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING, file: STRING, "
-    "pos: STRING, row: STRING, gtid: STRING, ts_ms: STRING>"
+    "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING>, "
+    "position: STRUCT<gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>"
 )
 _HEAD = '{"schema":'
-_DIGITS = r"^-?[0-9]+$"
-_GTID_SEQUENCE = r"^\s*[0-9]+-[0-9]+-([0-9]+)\s*$"
-_FILE_NUMBER = r"([0-9]+)[^0-9]*$"
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
 
 
@@ -182,56 +179,26 @@ def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[
     return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 
-def _source(name: str) -> Column:
-    return F.col(ENV).getField("payload").getField("source").getField(name)
-
-
-def _number(text: Column) -> Column:
-    """A position field as the reference reads it: its integer, 0 where it holds none."""
-    return F.when(text.rlike(_DIGITS), text.try_cast("bigint")).otherwise(F.lit(0).cast("bigint"))
-
-
-def _sequence(text: Column, pattern: str) -> Column:
-    """The number a GTID or binlog file name holds (``pattern``'s group), 0 where it holds none."""
-    digits = F.nullif(F.regexp_extract(text, pattern, 1), F.lit(""))
-    return F.coalesce(digits.try_cast("bigint"), F.lit(0).cast("bigint"))
+def _payload(name: str) -> Column:
+    return F.col(ENV).getField("payload").getField(name)
 
 
 def _seq() -> Column:
-    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record; a field that does not fit its
-    type is NULL here, and the record is not :func:`_plain_source` (the reference dead-letters it)."""
-    op = F.col(ENV).getField("payload").getField("op")
+    """The ordering key (:mod:`cdc_delta.events.ordering`) of a record: its source fields as the reader
+    made them (``position``, NULL where it could not make them exactly as the reference does: the
+    record is not :func:`_plain_source`, and the reference decides)."""
+    position = _payload("position")
     return F.struct(
-        F.when(op == "r", F.lit(0)).otherwise(F.lit(1)).alias("phase"),
-        _sequence(_source("gtid"), _GTID_SEQUENCE).alias("gtid"),
-        _sequence(_source("file"), _FILE_NUMBER).alias("file"),
-        _number(_source("pos")).alias("pos"),
-        _number(_source("row")).try_cast("int").alias("row"),
-        _number(_source("ts_ms")).alias("ts_ms"),
+        F.when(_payload("op") == "r", F.lit(0)).otherwise(F.lit(1)).alias("phase"),
+        *[position.getField(name).alias(name) for name in ("gtid", "file", "pos", "row", "ts_ms")],
         F.col("partition").cast("int").alias("partition"),
         F.col("offset").alias("offset"),
     )
 
 
 def _plain_source() -> Column:
-    """An op the fast path decodes, and a source position it reads as the reference does, every field of it in range."""
-
-    def integer(name: str, type_name: str) -> Column:
-        text = _source(name)
-        return text.rlike(_DIGITS) & text.try_cast(type_name).isNotNull()
-
-    def sequence(name: str, pattern: str) -> Column:
-        digits = F.coalesce(F.regexp_extract(_source(name), pattern, 1), F.lit(""))
-        return (digits == "") | digits.try_cast("bigint").isNotNull()
-
-    return (
-        F.col(ENV).getField("payload").getField("op").isin("c", "u", "d", "r")
-        & integer("ts_ms", "bigint")
-        & (_source("pos").isNull() | integer("pos", "bigint"))
-        & (_source("row").isNull() | integer("row", "int"))
-        & sequence("gtid", _GTID_SEQUENCE)
-        & sequence("file", _FILE_NUMBER)
-    )
+    """An op the fast path decodes, and a source position the reader made as the reference does."""
+    return _payload("op").isin("c", "u", "d", "r") & _payload("position").isNotNull()
 
 
 _SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"

@@ -90,7 +90,7 @@ def comparable(decoded: dict[str, Any]) -> dict[str, Any]:
 
 def assert_same(pairs: list[tuple[Any, Any]]) -> None:
     for jvm, reference in pairs:
-        assert comparable(jvm) == comparable(reference)
+        assert comparable(jvm) == comparable(reference), (jvm.get("table"), differences(jvm, reference))
 
 
 def differences(jvm: dict[str, Any], reference: dict[str, Any]) -> dict[str, tuple[Any, Any]]:

@@ -279,3 +279,53 @@ def test_tables_of_one_shape_share_expressions_and_each_keeps_its_own_key(spark:
     landable = probe(frame, envelopes(frame), plan, schemas)
     images = {(schema_id, table): schemas[schema_id] for (_, schema_id), table in landable.items()}
     assert len({image.shape for image in images.values()}) == 2 < len(images)  # a schema per table, 2 shapes
+
+
+MISSING = object()
+
+
+def with_source(i: int, **fields: Any) -> bytes:
+    """``edge_value(i)`` with source fields set (MISSING: removed)."""
+
+    def change(text: str) -> str:
+        payload = json.loads(text)
+        for name, value in fields.items():
+            if value is MISSING:
+                payload["source"].pop(name)
+            else:
+                payload["source"][name] = value
+        return json.dumps(payload, separators=COMPACT)
+
+    return with_payload(i, change)
+
+
+def test_source_positions_the_reader_orders_as_the_reference_and_those_it_leaves(spark: Any) -> None:
+    """The reader makes the ordering key's source fields only where it reads them exactly as
+    ``events.ordering`` does: plain integers (as numbers or text), GTIDs and file names in ASCII. Text
+    that Python's and Java's patterns read apart (non-ASCII digits, separators only Python counts as
+    white space), a missing ts_ms, integers written otherwise or out of range go to the reference."""
+    taken = [
+        with_source(0, gtid="0-1-42"),
+        with_source(1, gtid=" 0-1-43\t"),
+        with_source(2, gtid="3E11FA47-71CA-11E1-9E33-C80AA9429562:23"),  # MySQL's: 0
+        with_source(3, file="no-digits"),
+        with_source(4, file="mysql-bin.000123\r\n", pos="-0", row="007"),
+        with_source(5, pos=None, row=MISSING),
+        with_source(6, pos=-(2**63), row=2**31 - 1, ts_ms=str(2**63 - 1)),
+    ]
+    left = [
+        with_source(7, gtid="0-1-\u0661\u0662"),  # Arabic-Indic digits: Python's \d reads 12
+        with_source(8, gtid="0-1-44\x1c"),  # white space to Python, not to Java
+        with_source(9, file="mysql-bin.\u0663"),
+        with_source(10, ts_ms=MISSING),
+        with_source(11, ts_ms=None),
+        with_source(12, pos="+5"),
+        with_source(13, pos=" 5"),
+        with_source(14, pos="5\n"),
+        with_source(15, row=2**31),
+        with_source(16, pos=2**63),
+    ]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(taken + left)]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == len(taken) / len(records)

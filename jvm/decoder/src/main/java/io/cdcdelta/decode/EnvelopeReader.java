@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF1;
@@ -35,8 +37,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
  * {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
- * {@code before} and {@code after} (each image's text as written), {@code source} (db, table, file,
- * pos, row, gtid, ts_ms, as text), null where the reader does not read it exactly. Null for any other
+ * {@code before} and {@code after} (each image's text as written), {@code source} (db and table, as
+ * text) and {@code position} (the ordering key's source fields, see {@link #position}), null where the reader does not read it exactly. Null for any other
  * record and for a null value (a tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
@@ -45,6 +47,10 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final byte[] PAYLOAD_KEY = ",\"payload\":".getBytes(StandardCharsets.US_ASCII);
   private static final List<String> SOURCE_FIELDS = List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms");
   private static final long XXHASH64_SEED = 42L;
+  private static final Pattern INTEGER = Pattern.compile("-?[0-9]+");
+  /** {@code cdc_delta.events.ordering}'s patterns, read alike by Java in ASCII text (see {@link #sequence}). */
+  private static final Pattern GTID = Pattern.compile("\\s*\\d+-\\d+-(\\d+)\\s*");
+  private static final Pattern FILE_NUMBER = Pattern.compile("(\\d+)\\D*$");
   private static final JsonFactory JSON =
       JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
@@ -99,6 +105,7 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       String before = null;
       String after = null;
       Row source = null;
+      Row position = null;
       JsonToken token;
       while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
         String name = parser.currentName();
@@ -130,10 +137,12 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
             break;
           case "source":
             if (token == JsonToken.START_OBJECT) {
-              source = source(parser);
-              if (source == null) {
+              Row[] read = source(parser);
+              if (read == null) {
                 return null;
               }
+              source = read[0];
+              position = read[1];
             } else if (token != JsonToken.VALUE_NULL) {
               return null;
             }
@@ -145,15 +154,20 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       if (token != JsonToken.END_OBJECT || parser.nextToken() != null) {
         return null;
       }
-      return RowFactory.create(op, before, after, source);
+      return RowFactory.create(op, before, after, source, position);
     } catch (IOException e) {
       return null; // not strict JSON (or past Jackson's limits): the reference decoder says why
     }
   }
 
-  /** The source's position fields as text, or null where one is neither a string, an integer nor null. */
-  private static Row source(JsonParser parser) throws IOException {
-    Object[] values = new Object[SOURCE_FIELDS.size()];
+  /**
+   * The source's db and table (as text), and its position: the ordering key's source fields as
+   * {@code cdc_delta.events.ordering.event_seq} makes them, or null where this reader does not make them
+   * as it does (the reference decoder then decides). Null where a field is neither a string, an integer
+   * nor null.
+   */
+  private static Row[] source(JsonParser parser) throws IOException {
+    String[] values = new String[SOURCE_FIELDS.size()];
     while (parser.nextToken() == JsonToken.FIELD_NAME) {
       int at = SOURCE_FIELDS.indexOf(parser.currentName());
       JsonToken token = parser.nextToken();
@@ -165,6 +179,61 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
         return null;
       }
     }
-    return RowFactory.create(values);
+    return new Row[] {RowFactory.create(values[0], values[1]), position(values)};
+  }
+
+  /**
+   * gtid, file, pos, row, ts_ms of the ordering key, from the source's fields (db, table, file, pos,
+   * row, gtid, ts_ms); null where one is not made here exactly as the reference makes it: a ts_ms that
+   * is missing or not an integer, a pos or row present but not an integer, a value out of its column's
+   * range, a gtid or file name with text whose meaning differs between Python's and Java's regular
+   * expressions (anything but ASCII, or the separators Python counts as white space and Java does not).
+   */
+  static Row position(String[] values) {
+    Long pos = values[3] == null ? Long.valueOf(0) : integer(values[3]);
+    Long row = values[4] == null ? Long.valueOf(0) : integer(values[4]);
+    Long tsMs = values[6] == null ? null : integer(values[6]);
+    Long gtid = sequence(values[5], GTID);
+    Long file = sequence(values[2], FILE_NUMBER);
+    if (pos == null || row == null || tsMs == null || gtid == null || file == null
+        || row < Integer.MIN_VALUE || row > Integer.MAX_VALUE) {
+      return null;
+    }
+    return RowFactory.create(gtid, file, pos, (int) (long) row, tsMs);
+  }
+
+  /** An integer written as {@code -?[0-9]+} that fits a long, or null. */
+  private static Long integer(String text) {
+    if (!INTEGER.matcher(text).matches()) {
+      return null;
+    }
+    try {
+      return Long.parseLong(text);
+    } catch (NumberFormatException e) {
+      return null; // out of range
+    }
+  }
+
+  /** The number of a GTID or binlog file name ({@code pattern}'s group), 0 where it holds none; null
+   * where the text is not one both languages' patterns read alike, or the number does not fit a long. */
+  private static Long sequence(String text, Pattern pattern) {
+    if (text == null) {
+      return 0L;
+    }
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (c > 0x7f || (c >= 0x1c && c <= 0x1f)) {
+        return null;
+      }
+    }
+    Matcher m = pattern.matcher(text);
+    if (!(pattern == GTID ? m.matches() : m.find())) {
+      return 0L;
+    }
+    try {
+      return Long.parseLong(m.group(1));
+    } catch (NumberFormatException e) {
+      return null;
+    }
   }
 }
