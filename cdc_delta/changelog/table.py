@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -40,7 +41,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import AppCommit, app_commits
 from cdc_delta.delta.tables import current_version
 from cdc_delta.events.ordering import SEQ_DDL
-from cdc_delta.retry import retry_on_conflict
+from cdc_delta.retry import is_conflict, retry
 
 LAND_SEQ = "land_seq"
 TABLE = "table"
@@ -105,6 +106,10 @@ def schema_id(schema_json: str) -> str:
     return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:24]
 
 
+def _lost_creation(exc: Exception) -> bool:
+    return is_conflict(exc) or "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION" in str(exc)
+
+
 def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
     """Create the changelog, its schemas table and its table index where they do not exist yet; add the
     changelog's later columns to one written before them."""
@@ -115,9 +120,12 @@ def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
     ):
         if not DeltaTable.isDeltaTable(spark, path):
             # A stream and a merger starting at once both create it: the one that loses the race to the
-            # empty directory finds it there when it tries again.
+            # empty directory (a conflict, or a log begun and not committed yet) finds it there when it
+            # tries again.
             builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-            retry_on_conflict(builder.execute, f"creating {path}")
+            retry(
+                builder.execute, _lost_creation, f"creating {path} (a race with another writer)", log_level=logging.INFO
+            )
     path = changelog_path(config)
     present = set(DeltaTable.forPath(spark, path).toDF().columns)
     added = [f for f in added_fields() if f.name not in present]

@@ -42,7 +42,8 @@ def at_once(spark: Any, action: Callable[[int], None]) -> None:
     assert not errors, [str(e).splitlines()[:2] for e in errors]
 
 
-def test_the_changelog_tables_created_at_once_are_created_once(spark: Any, tmp_path: Any) -> None:
+@pytest.mark.parametrize("attempt", range(3))  # a race: each attempt in a lake of its own
+def test_the_changelog_tables_created_at_once_are_created_once(spark: Any, tmp_path: Any, attempt: int) -> None:
     config = parse_config({**CONFIG, "storage": {"root": str(tmp_path)}})
     at_once(spark, lambda _: ensure_tables(spark, config))
     for path in (changelog_path(config), schemas_path(config), tables_path(config)):
