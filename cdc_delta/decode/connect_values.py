@@ -32,11 +32,15 @@ Sql = Callable[[str, str], str]
 """(the SQL of the field's value as read, the SQL of the image's JSON text) -> the canonical value's SQL."""
 
 _INT_RANGE = {"tinyint": 2**7, "smallint": 2**15, "int": 2**31}
-_BASE64 = r"'^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$'"
+_BASE64 = r"'^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\\z'"
+"""Strict base64, as the reference's ``validate=True`` reads it: to the very end of the text (``$`` would
+also match before a final newline, which the reference refuses)."""
 _ISO_INSTANT = (
     r"'^\\s*(\\d{4}-\\d{2}-\\d{2})[T ](\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d{1,9}))?(Z|z|[+-]\\d{2}(?::?\\d{2})?)?\\s*$'"
 )
 _TWO_64 = 2**64
+_FIRST_SECOND, _LAST_SECOND = -62135596800, 253402300799
+"""0001-01-01T00:00:00 and 9999-12-31T23:59:59 UTC in seconds since the epoch: the instants Python holds."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,9 @@ def _left_pad(text: str, width: int) -> str:
 
 
 def _floor_div(value: str, divisor: int) -> str:
-    """Python's ``value // divisor`` for a bigint (Spark's div truncates toward zero)."""
-    return f"((({value}) - pmod({value}, {divisor})) div {divisor})"
+    """Python's ``value // divisor`` for a bigint (Spark's div truncates toward zero); no step overflows
+    (subtracting the remainder first did, for the smallest bigint: an ANSI error that failed the merge)."""
+    return f"((({value}) div {divisor}) - IF(({value}) % {divisor} < 0, 1, 0))"
 
 
 def _time(factor: int, divisor: int = 1) -> Conversion:
@@ -127,7 +132,9 @@ def _time(factor: int, divisor: int = 1) -> Conversion:
 
     def sql(v: str, text: str) -> str:
         scaled = f"try_multiply({v}, {factor})"
-        return let(scaled if divisor == 1 else _floor_div(scaled, divisor), "t_us", text_of)
+        # abs() of the smallest bigint is an ANSI error (it failed the merge): the reference formats it
+        body = f"IF(t_us >= {-(2**63) + 1}, {text_of}, NULL)"
+        return let(scaled if divisor == 1 else _floor_div(scaled, divisor), "t_us", body)
 
     return Conversion("bigint", sql)
 
@@ -154,7 +161,11 @@ def _zoned(v: str, text: str) -> str:
     days = f"IF({date} >= '0001', unix_date(CAST(try_to_timestamp({date}, 'yyyy-MM-dd') AS date)), NULL)"
     seconds = f"(CAST({days} AS bigint) * 86400 + {hh} * 3600 + {mm} * 60 + {ss} - CAST({offset} AS bigint) * 60)"
     micros = f"{seconds} * 1000000 + coalesce(try_cast(rpad({fraction}, 6, '0') AS bigint), 0)"
-    valid = f"{hh} <= 23 AND {mm} <= 59 AND {ss} <= 59 AND {days} IS NOT NULL"
+    # The instant in UTC within 0001-01-01 .. 9999-12-31 (the reference's datetime overflows past them)
+    valid = (
+        f"{hh} <= 23 AND {mm} <= 59 AND {ss} <= 59 AND {days} IS NOT NULL "
+        f"AND {seconds} BETWEEN {_FIRST_SECOND} AND {_LAST_SECOND}"
+    )
     return f"CASE WHEN {v} RLIKE {_ISO_INSTANT} THEN {let(groups, 'zp', f'CASE WHEN {valid} THEN {micros} END')} END"
 
 
@@ -174,6 +185,9 @@ def _bits(length: int) -> Conversion:
 _DATE = Conversion("bigint", _date)
 _TO_MICROS = Conversion("bigint", lambda v, text: f"try_multiply({v}, 1000)")
 _BIGINT = Conversion("bigint", _same)
+_DOUBLE = Conversion("double", lambda v, text: f"IF(isnan({v}) OR abs({v}) = double('Infinity'), NULL, {v})")
+"""A non-finite double goes to the reference: from_json reads an integer past a double's range as
+Infinity, where the reference refuses it."""
 _STRING = _text(lambda v: v)
 _LOGICAL: dict[str, Conversion] = {
     "org.apache.kafka.connect.data.Date": _DATE,
@@ -216,7 +230,7 @@ def conversion(field: dict[str, Any]) -> Conversion | None:
     if type_name == "bigint":
         return _BIGINT  # from_json refuses what does not fit a bigint
     if type_name in ("float", "double"):
-        return Conversion("double", _same)
+        return _DOUBLE
     if type_name == "boolean":
         return Conversion("boolean", _same)
     if type_name == "binary":

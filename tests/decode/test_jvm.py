@@ -171,6 +171,12 @@ def test_schemas_read_once_are_kept_across_batches(spark: Any) -> None:
         {"unknown": 1},  # a field the schema does not name
         {"s": {"nested": True}},  # an object in a string column
         {"set": ["x"]},
+        {"d": 10**400},  # an integer past a double's range: read as Infinity, refused by the reference
+        {"bin": base64.b64encode(b"abc").decode() + "\n"},  # base64 refused with a newline after it
+        {"dec": decimal_bytes(5) + "\n"},
+        {"zoned": "0001-01-01T00:00:00+01:00"},  # before year 1 in UTC
+        {"zoned": "9999-12-31T23:59:59-01:00"},  # past 9999 in UTC
+        {"tm": -(2**63)},  # abs() of it failed the merge; the reference formats it
     ],
 )
 def test_values_the_jvm_does_not_take_go_to_the_reference(spark: Any, overrides: dict[str, Any]) -> None:
@@ -240,6 +246,18 @@ def test_the_envelope_reader_takes_what_it_reads_exactly_and_leaves_the_rest(spa
     plan = plan_for(EDGE_PLAN)
     assert_same(decoded_both_ways(spark, records, plan))
     assert fast_share(spark, records, plan) == 2 / 7
+
+
+def test_times_at_the_ends_of_a_bigint_decode_as_the_reference_does(spark: Any) -> None:
+    """Floor division of the smallest bigint (a NanoTime, a NanoTimestamp) overflowed where the
+    remainder was subtracted first, an ANSI error that failed the merge."""
+    ends = [-(2**63), 2**63 - 1]
+    records: list[Record] = [
+        ("srv.db.edge", 0, i, b"k", edge_value(i, tn=v, ns=v, us=v)) for i, v in enumerate(ends)
+    ]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == 1.0
 
 
 def test_a_date_the_reference_reads_as_utc_midnight(spark: Any) -> None:
