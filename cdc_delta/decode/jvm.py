@@ -258,8 +258,7 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
     )
     if not landable:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    payload = F.col(ENV).getField("payload")
-    text = F.when(payload.getField("op") == "d", payload.getField("before")).otherwise(payload.getField("after"))
+    text = F.when(_payload("op") == "d", _payload("before")).otherwise(_payload("after"))
     # No payload text: not valid UTF-8, or not read exactly by the reader (the reference decides)
     plain = F.col(PAYLOAD_TEXT).isNotNull() & _plain_source() & ~_lone_surrogate(text)
     # The ordering key and the checks in a projection of their own, before the join: in one projection
@@ -272,7 +271,7 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
         F.lit(OK).alias("status"),
         F.lit(None).cast("string").alias("reason"),
         table.alias("table"),
-        payload.getField("op").alias("op"),
+        _payload("op").alias("op"),
         F.col(f"{source}.db").alias("source_db"),
         F.col(f"{source}.table").alias("source_table"),
         seq.alias("seq"),
