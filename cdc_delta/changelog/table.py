@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -39,9 +38,8 @@ from cdc_delta import hadoop_fs
 from cdc_delta.columns import delta_path_identifier
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import AppCommit, app_commits
-from cdc_delta.delta.tables import current_version
+from cdc_delta.delta.tables import create_if_missing, current_version
 from cdc_delta.events.ordering import SEQ_DDL
-from cdc_delta.retry import is_conflict, retry
 
 LAND_SEQ = "land_seq"
 TABLE = "table"
@@ -106,10 +104,6 @@ def schema_id(schema_json: str) -> str:
     return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:24]
 
 
-def _lost_creation(exc: Exception) -> bool:
-    return is_conflict(exc) or "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION" in str(exc)
-
-
 def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
     """Create the changelog, its schemas table and its table index where they do not exist yet; add the
     changelog's later columns to one written before them."""
@@ -119,13 +113,7 @@ def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
         (tables_path(config), tables_schema()),
     ):
         if not DeltaTable.isDeltaTable(spark, path):
-            # A stream and a merger starting at once both create it: the one that loses the race to the
-            # empty directory (a conflict, or a log begun and not committed yet) finds it there when it
-            # tries again.
-            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-            retry(
-                builder.execute, _lost_creation, f"creating {path} (a race with another writer)", log_level=logging.INFO
-            )
+            create_if_missing(spark, path, schema)  # a stream and a merger starting at once both try
     path = changelog_path(config)
     present = set(DeltaTable.forPath(spark, path).toDF().columns)
     added = [f for f in added_fields() if f.name not in present]

@@ -11,6 +11,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
 from cdc_delta.config import AppConfig
+from cdc_delta.delta.tables import create_if_missing
 
 LOG_SCHEMA = (
     "table string, dt string, run_id string, hive_table string, location string, base string, "
@@ -55,8 +56,7 @@ def absorbed_before(history: list[Row]) -> dt.datetime | None:
 def ensure_log(spark: SparkSession, config: AppConfig) -> None:
     """Create the log if it does not exist yet, before tables are published concurrently: appends to
     a Delta table do not conflict, but two appends that both create it do."""
-    schema = spark.createDataFrame([], LOG_SCHEMA).schema
-    DeltaTable.createIfNotExists(spark).location(log_path(config)).addColumns(schema).execute()
+    create_if_missing(spark, log_path(config), spark.createDataFrame([], LOG_SCHEMA).schema)
 
 
 def record(spark: SparkSession, config: AppConfig, entries: list[tuple[object, ...]]) -> None:

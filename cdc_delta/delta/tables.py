@@ -4,6 +4,7 @@ its symlink manifest and its stopped flag."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -12,6 +13,7 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 
 from cdc_delta import columns as C
 from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.retry import is_conflict, retry
 
 logger = logging.getLogger(__name__)
 
@@ -32,13 +34,34 @@ def table_schema(business: tuple[tuple[str, str], ...]) -> StructType:
     return schema
 
 
+def create_if_missing(
+    spark: SparkSession, path: str, schema: StructType, properties: Mapping[str, str] | None = None
+) -> None:
+    """Create the Delta table at ``path`` with ``schema`` (and table ``properties``) unless one is there.
+    Writers starting at once on an empty directory race to create it; the one that loses finds the table
+    there when it tries again. Delta's ``createIfNotExists`` says it lost in one of three ways: a conflict,
+    a log begun and not committed yet, or that log then read as no table (:data:`_LOST_CREATION`)."""
+
+    def create() -> None:
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+        for name, value in (properties or {}).items():
+            builder = builder.property(name, value)
+        builder.execute()
+
+    retry(create, _lost_creation, f"creating {path} (a race with another writer)", log_level=logging.INFO)
+
+
+_LOST_CREATION = ("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION", "DELTA_TABLE_NOT_FOUND")
+
+
+def _lost_creation(exc: Exception) -> bool:
+    return is_conflict(exc) or any(marker in str(exc) for marker in _LOST_CREATION)
+
+
 def create_table(spark: SparkSession, path: str, business: tuple[tuple[str, str], ...], manifest: bool = False) -> str:
-    """Create the Delta table at ``path`` (no-op when a concurrent writer created it first), with
-    Delta keeping its symlink manifest current when ``manifest``; returns its Delta table id."""
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(business))
-    if manifest:
-        builder = builder.property(MANIFEST_PROPERTY, "true")
-    builder.execute()
+    """Create the replicated table at ``path`` unless one is there (:func:`create_if_missing`), with Delta
+    keeping its symlink manifest current when ``manifest``; returns its Delta table id."""
+    create_if_missing(spark, path, table_schema(business), {MANIFEST_PROPERTY: "true"} if manifest else None)
     logger.info("created Delta table %s with %d business columns", path, len(business))
     return table_id(spark, path)
 

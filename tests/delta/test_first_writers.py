@@ -1,5 +1,6 @@
-"""Tables that more than one writer may create: the changelog's (a stream and a merger starting at once)
-and the dead letters (the stream's batch and the merges beside it). Writers racing to an empty directory
+"""Tables that more than one writer may create: the changelog's (a stream and a merger starting at once),
+a replicated table (a merger and a rebuild, say) and the dead letters (the stream's batch and the merges
+beside it). Writers racing to an empty directory
 all succeed, and what they wrote is there once."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from cdc_delta.changelog.table import changelog_path, ensure_tables, schemas_pat
 from cdc_delta.config import parse_config
 from cdc_delta.decode.decoded import DECODED
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
+from cdc_delta.delta.tables import MANIFEST_PROPERTY, create_table
 from tests.streams import CONFIG
 
 pytestmark = pytest.mark.spark
@@ -49,6 +51,21 @@ def test_the_changelog_tables_created_at_once_are_created_once(spark: Any, tmp_p
     for path in (changelog_path(config), schemas_path(config), tables_path(config)):
         history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
         assert [row["operation"] for row in history] == ["CREATE TABLE"], path
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_replicated_table_created_at_once_is_created_once_with_its_properties(
+    spark: Any, tmp_path: Any, attempt: int
+) -> None:
+    path = str(tmp_path / "orders")
+    ids: list[str] = []
+    at_once(spark, lambda _: ids.append(create_table(spark, path, (("id", "bigint"), ("note", "string")), True)))
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    assert [row["operation"] for row in history] == ["CREATE TABLE"]
+    assert len(set(ids)) == 1
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail is not None and detail["properties"].get(MANIFEST_PROPERTY) == "true"
+    assert spark.read.format("delta").load(path).columns[:2] == ["id", "note"]
 
 
 def test_dead_letters_appended_at_once_to_no_table_are_all_kept_once(spark: Any, tmp_path: Any) -> None:
