@@ -14,12 +14,6 @@ from pyspark.sql import functions as F
 from cdc_delta.decode.connect_values import Conversion, conversion
 from cdc_delta.events.envelope import descriptor_entry, image_fields
 
-STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
-"""JSON as Python's parser (the reference) reads it: Jackson's leniencies that Spark turns on, single
-quotes and bare NaN/INF/+Infinity, off. A record with a bare NaN or Infinity (which Python reads) goes to
-the reference decoder."""
-CORRUPT = "_cdc_unreadable"
-"""The field from_json fills with a record it cannot read (no column may be named so)."""
 _REF_PREFIX = "x"
 
 
@@ -30,10 +24,10 @@ class ImageSchema:
     descriptor: str
     """The ``schema_json`` the reference writes for events of this schema."""
     columns: tuple[tuple[str, Conversion], ...]
-    """Per column of the image, how it is read and made canonical."""
+    """Per column of the image, how the JVM reads it and makes it canonical."""
     shape: str = ""
     """The image's field schemas as text: schemas of one shape (the tables of a sharded or a generated
-    estate, each with an envelope schema of its own) are made canonical alike, by one set of expressions."""
+    estate, each with an envelope schema of its own) are made canonical alike, by one plan."""
     text: str = ""
     """The Connect schema's text, as the records carry it."""
 
@@ -60,7 +54,7 @@ def _read_schema(text: str) -> ImageSchema | None:
     columns = []
     for name, field in after.items():
         convert = conversion(field)
-        if convert is None or name == CORRUPT:
+        if convert is None:
             return None
         columns.append((name, convert))
     descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])

@@ -21,7 +21,7 @@ with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so
 as it always has: same status, same reason, same values. (An image whose values do not convert, or that
 lacks a key, is found where it is made canonical, and given to the reference there.)
 
-Differences left (:mod:`.connect_values` has one more): a field nested within a few levels of the
+One difference is left: a field nested within a few levels of the
 parsers' limits (Jackson refuses 1,000 levels; Python's parser gives up near its recursion limit, sooner
 the deeper the stack it is called on) may be decoded by one and refused by the other; no source writes
 one. A record either decoder refuses is dead-lettered with the reason, never dropped.
@@ -85,11 +85,16 @@ def register_reader(spark: SparkSession) -> None:
     except Exception as e:  # py4j's error for a class the JVM cannot load
         if "ClassNotFoundException" not in str(e) and "Can not load class" not in str(e):
             raise
-        raise SparkSetupError(
-            f"cdc-delta's JSON envelope reader ({READER_CLASS}) is not on Spark's classpath: run "
-            "`make setup` (or scripts/fetch-jars.sh), which builds cdc-delta-decoder.jar into the Spark jars "
-            f"folder ({JARS_DIR_ENV} or spark.jars_dir, else .jars/spark of the checkout)"
-        ) from e
+        raise missing_decoder("JSON envelope reader", READER_CLASS) from e
+
+
+def missing_decoder(what: str, class_name: str) -> SparkSetupError:
+    """The error for a function of cdc-delta's own JVM code (``jvm/decoder``) the JVM cannot load."""
+    return SparkSetupError(
+        f"cdc-delta's {what} ({class_name}) is not on Spark's classpath: run `make setup` (or "
+        "scripts/fetch-jars.sh), which builds cdc-delta-decoder.jar into the Spark jars folder "
+        f"({JARS_DIR_ENV} or spark.jars_dir, else .jars/spark of the checkout)"
+    )
 
 
 def _with_read(batch: DataFrame) -> DataFrame:

@@ -347,3 +347,12 @@ def test_source_positions_the_reader_orders_as_the_reference_and_those_it_leaves
     plan = plan_for(EDGE_PLAN)
     assert_same(decoded_both_ways(spark, records, plan))
     assert fast_share(spark, records, plan) == len(taken) / len(records)
+
+
+def test_a_canonical_function_the_jvm_cannot_load_says_how_to_build_it(spark: Any, monkeypatch: Any) -> None:
+    from cdc_delta.decode import canonical
+    from cdc_delta.exceptions import SparkSetupError
+
+    monkeypatch.setattr(canonical, "CANONICAL_CLASS", "io.cdcdelta.decode.NotBuilt")
+    with pytest.raises(SparkSetupError, match=r"NotBuilt\) is not on Spark's classpath: run `make setup`"):
+        canonical._canonical_image(spark, '{"routes": {}, "shapes": []}')

@@ -10,12 +10,11 @@ reference decoder itself, the Avro decoder, and the whole batch function. Proper
 raises; every record ends with exactly one status in ok/skip/dead and the batch's counts reconcile
 (``rows_in == ok + dead + skip == records``); a dead record has a reason; a good envelope is ok with
 its values; a malformed record is dead (or skipped, for tombstones); the JVM path decodes every record
-as the reference does, but for the differences :mod:`cdc_delta.decode.connect_values` and
-:mod:`cdc_delta.decode.jvm` document; and through ``BatchProcessor.process`` the batch never
-fails, the good rows land in the Delta table and the dead-letter table holds exactly the malformed
-records, byte for byte. A few kinds are valid JSON the reference takes though a source never writes
-them (NaN and infinities in a double, nesting just under the parsers' limits): for those only the
-decoders' agreement (or their documented difference) is asserted.
+as the reference does, but for the difference :mod:`cdc_delta.decode.jvm` documents; and through
+``BatchProcessor.process`` the batch never fails, the good rows land in the Delta table and the
+dead-letter table holds exactly the malformed records, byte for byte. A few kinds are valid JSON the
+reference takes though a source never writes them (NaN and infinities in a double, nesting just under
+the parsers' limits): for those only the decoders' agreement is asserted.
 
 The malformed records are drawn as small descriptions (kind, variant) and built inside the test, so a
 falsifying example prints in a few lines; shrinking is off (every example is Spark batches: seconds),
@@ -217,6 +216,8 @@ WRONG_TYPES = [
     ("day", b"1.5"),
     ("ts", b'"2020-01-01T00:00:00Z"'),
     ("tags", b'["a"]'),
+    ("price", b"1234"),
+    ("tags", b"12"),
 ]
 SOURCE_OVERFLOWS = [  # the ordering key's fields are bigint (row: int): a value past them cannot be ordered
     ("row", b"2147483648"),
@@ -239,9 +240,6 @@ OUT_OF_RANGE = [  # (field, value): an Avro int is 32 bits, a long 64; fastavro 
 NOT_STRICT_JSON = ["single quotes", "trailing object", "trailing brace", "trailing text", "comment", "unquoted key"]
 NON_FINITE = [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400"]  # Python's json reads them
 NOT_JSON_NUMBERS = [b"+INF", b"INF", b"-INF", b"+Infinity", b"nan"]  # neither reads them as numbers
-DOCUMENTED = [("price", b"1234"), ("tags", b"12")]
-"""connect_values' one documented difference: a number where the schema says base64 bytes or a SET
-is read by the JVM as its text, where the reference dead-letters it."""
 
 VARIANTS: dict[str, list[tuple[Any, ...]]] = {
     "truncated": [("truncated", fraction) for fraction in (0.01, 0.3, 0.5, 0.97)],
@@ -261,7 +259,6 @@ VARIANTS: dict[str, list[tuple[Any, ...]]] = {
     "not a json number": [("not a json number", raw) for raw in NOT_JSON_NUMBERS],
     "non-finite": [("non-finite", raw) for raw in NON_FINITE],
     "lone surrogate": [("lone surrogate", raw) for raw in (b'"\\ud800"', b'"a\\udfffb"', b'"\xed\xa0\x80"')],
-    "documented": [("documented", i) for i in range(len(DOCUMENTED))],
     "near the recursion limit": [("near the recursion limit", where) for where in ("payload", "source")],
 }
 """Every malformed record the tests build, by kind (the property draws among them; truncation at any
@@ -283,8 +280,6 @@ class Case:
     """ok, skip or dead; None where only the decoders' agreement is asserted (see :func:`build`)."""
     row: dict[str, Any] | None = None
     """A good envelope's canonical values."""
-    documented: bool = False
-    """The JVM may take it where the reference dead-letters it (connect_values' docstring)."""
     undecided: bool = False
     """Either decoder may take or refuse it (cdc_delta.decode.jvm's docstring: nesting near the parsers' limits,
     where Python's depends on the stack it is called on): only one status and no failure are asserted."""
@@ -296,7 +291,6 @@ INDEXED = {
     "overflow": OVERFLOWS,
     "wrong type": WRONG_TYPES,
     "source overflow": SOURCE_OVERFLOWS,
-    "documented": DOCUMENTED,
     "out of range": [(name, str(number).encode()) for name, number in OUT_OF_RANGE],
 }
 
@@ -395,9 +389,6 @@ def build(spec: tuple[Any, ...], key: int) -> Case:
         # Python's json can parse under its recursion limit (1000 frames, the caller's included): which
         # decoder takes it depends on the stack each runs on (cdc_delta.decode.jvm's docstring).
         return Case(label, TOPIC, with_raw(key, PLACES[rest[0]], nested("arrays", 999)), None, undecided=True)
-    if kind == "documented":
-        column, raw = DOCUMENTED[rest[0]]
-        return Case(label, TOPIC, with_raw(key, in_column(column), raw), DEAD, documented=True)
     raise AssertionError(f"unknown kind {kind!r}")
 
 
@@ -459,8 +450,7 @@ def outcome_problems(decoder: str, cases: list[Case], decoded: list[dict[str, An
             problems.append(f"{where}: status {d['status']!r}")
         if d["status"] == DEAD and not (d["reason"] or "").strip():
             problems.append(f"{where}: dead without a reason")
-        may_differ = case.documented and decoder != "reference" and d["status"] == OK
-        if case.expect is not None and d["status"] != case.expect and not may_differ:
+        if case.expect is not None and d["status"] != case.expect:
             problems.append(f"{where}: {d['status']} ({_cut(d['reason'])}), expected {case.expect}")
         if case.row is not None and d["status"] == OK and parsed_row(d["row_json"]) != case.row:
             problems.append(f"{where}: row {_cut(d['row_json'])}, expected {_cut(json.dumps(case.row))}")
@@ -481,7 +471,7 @@ def stats_problems(cases: list[Case], decoded: list[dict[str, Any]], stats: Any)
 def agreement_problems(cases: list[Case], jvm: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[str]:
     problems = []
     for i, (case, a, b) in enumerate(zip(cases, jvm, reference, strict=True)):
-        if case.undecided or (case.documented and a["status"] == OK and b["status"] == DEAD):
+        if case.undecided:
             continue
         diff = differences(a, b)
         if diff:
@@ -537,7 +527,7 @@ GROUPS = {
         "near the recursion limit",
     ],
     "envelope fields": ["missing", "unknown op", "no route"],
-    "column values": ["overflow", "wrong type", "not a json number", "non-finite", "lone surrogate", "documented"],
+    "column values": ["overflow", "wrong type", "not a json number", "non-finite", "lone surrogate"],
     "ordering key": ["source overflow"],
 }
 
@@ -719,7 +709,7 @@ def test_every_avro_variant_beside_good_records(spark: Any, schema_registry: Sta
 
 # --- the whole batch function ------------------------------------------------------------------------
 
-DEFINITE = sorted(k for k in VARIANTS if k not in ("non-finite", "documented", "near the recursion limit"))
+DEFINITE = sorted(k for k in VARIANTS if k not in ("non-finite", "near the recursion limit"))
 """The kinds whose outcome is set (the others' is only the two decoders' agreement)."""
 
 
