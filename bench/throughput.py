@@ -2,7 +2,9 @@
 with the Connect schema in every record, as Debezium's JsonConverter writes them (issues 14 and 26).
 
 Parts (--parts, all by default), every figure measured in this run on this machine:
-- decode: the batch's decoding alone (decode + the stats job), --decode-events events of one table.
+- decode: the batch's decoding alone (decode + the stats job), --decode-events events of one table: the
+  reference decoder as a Python UDF on every record against the JVM path's two halves (decoded at ingest,
+  made canonical where changes are read), and the ingest's half alone (jvm_ingest_half_s).
 - batch: a micro-batch through the batch function (landing; merges on their defaults are not due
   within it): 1 table x --batch-events on 1 partition vs on 48 partitions (partitions_batch_ratio),
   and 100 tables x --batch-events/100 (one partition each) vs 1 table x --batch-events
@@ -186,11 +188,17 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         made.unpersist()
         batch.release()
 
+    def ingest_half() -> None:
+        batch = decode_batch(records, plan, schemas)
+        collect_stats(batch.frame)
+        batch.release()
+
     out: dict[str, Any] = {"events": count}
     python_s = min(timed(python_udf) for _ in range(3))
     out.update(python_udf_s=round(python_s, 2), python_udf_events_per_s=round(count / python_s))
     jvm_s = min(timed(jvm) for _ in range(3))
     out.update(jvm_s=round(jvm_s, 2), jvm_events_per_s=round(count / jvm_s), decode_speedup=round(python_s / jvm_s, 2))
+    out.update(jvm_ingest_half_s=round(min(timed(ingest_half) for _ in range(3)), 2))  # the rest: made canonical
     records.unpersist()
     return out
 
