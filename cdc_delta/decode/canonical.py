@@ -64,7 +64,7 @@ def made_canonical(
 ) -> DataFrame:
     """``frame`` (the Kafka columns, ``_decoded`` and any others) with every image still as Debezium
     wrote it made canonical: ``row_json`` and ``schema_json`` set, ``payload`` and ``schema_ref`` cleared;
-    where the expressions cannot, ``_decoded`` as the reference decodes the record (its table kept) and
+    where the JVM function does not, ``_decoded`` as the reference decodes the record (its table kept) and
     ``value`` the record rebuilt. ``pairs`` are the (schema ref, table) of those rows (:func:`raw_images`),
     ``texts`` holds the Connect schema's text of every ref among them. Lazy: the rows are read twice, once for the
     images made here and once for the few left to the reference (the caller caches the result)."""

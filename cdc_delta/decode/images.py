@@ -49,12 +49,12 @@ def _read_schema(text: str) -> ImageSchema | None:
     except json.JSONDecodeError:
         return None
     after, before = image_fields(schema, "after"), image_fields(schema, "before")
-    if not after or (before is not None and before != after):
-        return None
+    if not after or before != after:
+        return None  # no before (a delete's image would be typed by its values) or a before of its own
     columns = []
     for name, field in after.items():
         convert = conversion(field)
-        if convert is None:
+        if convert is None or not isinstance(name, str):
             return None
         columns.append((name, convert))
     descriptor = json.dumps([descriptor_entry(name, field) for name, field in after.items()])

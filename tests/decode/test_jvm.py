@@ -356,3 +356,32 @@ def test_a_canonical_function_the_jvm_cannot_load_says_how_to_build_it(spark: An
     monkeypatch.setattr(canonical, "CANONICAL_CLASS", "io.cdcdelta.decode.NotBuilt")
     with pytest.raises(SparkSetupError, match=r"NotBuilt\) is not on Spark's classpath: run `make setup`"):
         canonical._canonical_image(spark, '{"routes": {}, "shapes": []}')
+
+
+def with_schema(i: int, change: Any, op: str = "c") -> bytes:
+    """``edge_value(i)`` (its image moved to ``before`` for a delete) with its Connect schema changed by
+    ``change`` (the envelope schema's fields in place)."""
+    message = json.loads(edge_value(i))
+    if op == "d":
+        message["payload"].update(op="d", before=message["payload"]["after"], after=None)
+    change(message["schema"]["fields"])
+    return json.dumps(message, separators=COMPACT).encode()
+
+
+def test_schemas_whose_images_are_left_to_the_reference(spark: Any) -> None:
+    """A schema without a ``before`` struct (the reference types a delete's image by its values, not by
+    ``after``'s fields) and a schema naming a column with a number (not a name the JVM's plans hold):
+    their records are decoded as the reference decodes them, and nothing fails."""
+
+    def no_before(fields: list[dict[str, Any]]) -> None:
+        fields[:] = [f for f in fields if f.get("field") != "before"]
+
+    def numbered(fields: list[dict[str, Any]]) -> None:
+        for image in (f for f in fields if f.get("field") in ("before", "after")):
+            next(c for c in image["fields"] if c["field"] == "s")["field"] = 5
+
+    values = [with_schema(0, no_before), with_schema(1, no_before, "d"), with_schema(2, numbered)]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(values)]
+    plan = plan_for(EDGE_PLAN)
+    assert_same(decoded_both_ways(spark, records, plan))
+    assert fast_share(spark, records, plan) == 0.0

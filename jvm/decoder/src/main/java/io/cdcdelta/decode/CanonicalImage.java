@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.api.java.UDF4;
@@ -53,6 +54,8 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class CanonicalImage implements UDF4<byte[], String, String, String, String> {
   private static final long serialVersionUID = 1L;
+  /** The ops of a change with an image: any other the reference decides (a truncate, say). */
+  private static final Set<String> CHANGES = Set.of("c", "u", "d", "r");
   private static final JsonFactory JSON =
       JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
   /** ZonedTimestamp text, as the reference reads it; ASCII digits and white space only (Java's defaults). */
@@ -80,7 +83,9 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
   /**
    * This function for {@code plansJson} as a Spark function of (payload bytes, op, schema reference,
    * table) columns, applied unnamed (nothing is registered). Nondeterministic to Spark, so that a filter on
-   * its result is not pushed below the projection that computes it, where each image would be made twice.
+   * its result is not pushed below the projection that computes it (which would make each image twice
+   * in that projection's plan; the caller's split into taken and refused rows still evaluates it once
+   * per branch).
    */
   public static UserDefinedFunction function(String plansJson) {
     return functions.udf(new CanonicalImage(plansJson), DataTypes.StringType).asNondeterministic();
@@ -88,7 +93,8 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
 
   @Override
   public String call(byte[] payload, String op, String schemaRef, String table) {
-    if (payload == null || schemaRef == null || table == null || !utf8Object(payload)) {
+    boolean change = op != null && CHANGES.contains(op); // Set.of refuses to look a null up
+    if (payload == null || schemaRef == null || table == null || !change || !utf8Object(payload)) {
       return null;
     }
     Plans compiled = plans();
@@ -193,7 +199,7 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
   /**
    * The plans of their JSON text, as {@code cdc_delta.decode.canonical} writes it:
    * <pre>
-   * {"routes": {"&lt;schema ref&gt;\u0000&lt;table&gt;": k, ...},
+   * {"routes": {"&lt;schema ref&gt;NUL&lt;table&gt;": k, ...},
    *  "shapes": [{"columns": [[name, kind, a, b], ...], "keys": [column index or -1, ...]}, ...]}
    * </pre>
    * Kinds ({@code a}, {@code b}: 0 where unused): {@code int} (a: the bound, {@code -a <= v < a}),

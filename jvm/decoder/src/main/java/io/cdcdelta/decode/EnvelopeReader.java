@@ -38,17 +38,18 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
  * {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
  * {@code before} and {@code after} (each image's text as written), {@code source} (db and table, as
- * text) and {@code position} (the ordering key's source fields, see {@link #position}), null where the reader does not read it exactly. Null for any other
- * record and for a null value (a tombstone).
+ * text) and {@code position} (the ordering key's source fields, see {@link #position}), null where the
+ * reader does not read it exactly. Null for any other record and for a null value (a tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
   private static final byte[] HEAD = "{\"schema\":".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] PAYLOAD_KEY = ",\"payload\":".getBytes(StandardCharsets.US_ASCII);
-  private static final List<String> SOURCE_FIELDS = List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms");
+  private static final List<String> SOURCE_FIELDS =
+      List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms");
   private static final long XXHASH64_SEED = 42L;
   private static final Pattern INTEGER = Pattern.compile("-?[0-9]+");
-  /** {@code cdc_delta.events.ordering}'s patterns, read alike by Java in ASCII text (see {@link #sequence}). */
+  /** {@code cdc_delta.events.ordering}'s patterns, read alike by Java in ASCII text ({@link #sequence}). */
   private static final Pattern GTID = Pattern.compile("\\s*\\d+-\\d+-(\\d+)\\s*");
   private static final Pattern FILE_NUMBER = Pattern.compile("(\\d+)\\D*$");
   private static final JsonFactory JSON =
@@ -76,7 +77,8 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
 
   /** The length of a shaped record's head, or -1 where the record is not shaped. */
   static int shapedHead(byte[] value) {
-    if (value.length <= HEAD.length || value[value.length - 1] != '}' || indexOf(value, HEAD, 0, HEAD.length) != 0) {
+    if (value.length <= HEAD.length || value[value.length - 1] != '}'
+        || indexOf(value, HEAD, 0, HEAD.length) != 0) {
       return -1;
     }
     return indexOf(value, PAYLOAD_KEY, 0, value.length);
