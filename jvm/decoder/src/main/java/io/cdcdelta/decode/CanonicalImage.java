@@ -1,11 +1,9 @@
 package io.cdcdelta.decode;
 
-import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.SerializableString;
-import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.io.SerializedString;
 import java.io.IOException;
 import java.io.StringWriter;
@@ -56,8 +54,6 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
   private static final long serialVersionUID = 1L;
   /** The ops of a change with an image: any other the reference decides (a truncate, say). */
   private static final Set<String> CHANGES = Set.of("c", "u", "d", "r");
-  private static final JsonFactory JSON =
-      JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
   /** ZonedTimestamp text, as the reference reads it; ASCII digits and white space only (Java's defaults). */
   private static final Pattern ZONED = Pattern.compile(
       "\\s*(\\d{4})-(\\d{2})-(\\d{2})[T ](\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d{1,9}))?"
@@ -94,7 +90,8 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
   @Override
   public String call(byte[] payload, String op, String schemaRef, String table) {
     boolean change = op != null && CHANGES.contains(op); // Set.of refuses to look a null up
-    if (payload == null || schemaRef == null || table == null || !change || !utf8Object(payload)) {
+    if (payload == null || schemaRef == null || table == null || !change
+        || !EnvelopeReader.utf8Object(payload)) {
       return null;
     }
     Plans compiled = plans();
@@ -106,7 +103,7 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
     if (shape.never) {
       return null;
     }
-    try (JsonParser parser = JSON.createParser(payload)) {
+    try (JsonParser parser = EnvelopeReader.JSON.createParser(payload)) {
       Object[] values = image(parser, shape, "d".equals(op) ? "before" : "after");
       return values == null ? null : write(shape, values, payload.length);
     } catch (IOException | RuntimeException e) {
@@ -123,15 +120,6 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
       plans = compiled;
     }
     return compiled;
-  }
-
-  /**
-   * Whether the bytes start as a UTF-8 JSON object does: {@code '{'} and no NUL byte after it. Jackson
-   * guesses a byte array's encoding from its first bytes (a BOM, or zero bytes read as UTF-16 or UTF-32),
-   * where the reference reads UTF-8 only.
-   */
-  private static boolean utf8Object(byte[] payload) {
-    return payload.length >= 2 && payload[0] == '{' && payload[1] != 0;
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -210,7 +198,7 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
    * IllegalArgumentException where the text is not such plans.
    */
   static Plans compile(String json) {
-    try (JsonParser parser = JSON.createParser(json)) {
+    try (JsonParser parser = EnvelopeReader.JSON.createParser(json)) {
       expect(parser, parser.nextToken(), JsonToken.START_OBJECT);
       Map<String, Long> routes = new HashMap<>();
       List<Shape> shapes = new ArrayList<>();
@@ -677,7 +665,7 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
    */
   private static String write(Shape shape, Object[] values, int size) throws IOException {
     StringWriter out = new StringWriter(Math.min(size, 1 << 20));
-    try (JsonGenerator generator = JSON.createGenerator(out)) {
+    try (JsonGenerator generator = EnvelopeReader.JSON.createGenerator(out)) {
       generator.writeStartObject();
       for (int i = 0; i < values.length; i++) {
         generator.writeFieldName(shape.columns[i].name);

@@ -52,7 +52,9 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   /** {@code cdc_delta.events.ordering}'s patterns, read alike by Java in ASCII text ({@link #sequence}). */
   private static final Pattern GTID = Pattern.compile("\\s*\\d+-\\d+-(\\d+)\\s*");
   private static final Pattern FILE_NUMBER = Pattern.compile("(\\d+)\\D*$");
-  private static final JsonFactory JSON =
+  /** Strict JSON as the reference reads it (Jackson's defaults, a duplicate key refused); also
+   * {@link CanonicalImage}'s. */
+  static final JsonFactory JSON =
       JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
   @Override
@@ -73,6 +75,15 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       return RowFactory.create(head, schemaId, null, null);
     }
     return RowFactory.create(head, schemaId, new String(text, StandardCharsets.UTF_8), payload);
+  }
+
+  /**
+   * Whether the bytes start as a UTF-8 JSON object does: {@code '{'} and no NUL byte after it. Jackson
+   * guesses a byte array's encoding from its first bytes (a BOM, or zero bytes read as UTF-16 or UTF-32),
+   * where the reference reads UTF-8 only: a payload after a BOM, say, would be read here and refused there.
+   */
+  static boolean utf8Object(byte[] payload) {
+    return payload.length >= 2 && payload[0] == '{' && payload[1] != 0;
   }
 
   /** The length of a shaped record's head, or -1 where the record is not shaped. */
@@ -99,6 +110,9 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
 
   /** The payload's fields, or null where the text is not one strict JSON object of the expected kinds. */
   private static Row payload(byte[] text) {
+    if (!utf8Object(text)) {
+      return null;
+    }
     try (JsonParser parser = JSON.createParser(text)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         return null;
