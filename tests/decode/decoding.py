@@ -4,6 +4,7 @@ compare the two record by record."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from cdc_delta.decode.canonical import canonical_frame
 from cdc_delta.decode.images import schema_ref
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.events.envelope import DecodePlan, decode_record
 
 Record = tuple[str, int, int, bytes | None, bytes | None]
@@ -119,3 +121,78 @@ def fast_share(spark: Any, records: list[Record], plan: DecodePlan, schemas: dic
     """The share of ``records`` the JVM decodes itself (the rest it leaves to the reference)."""
     fast = on_jvm_path(spark, records, plan, lambda frame: frame.where(F.col("value").isNull()).count(), schemas)
     return fast / len(records)
+
+
+# --- a table of every logical type the JVM decodes, and a good record of it ---------------------------
+
+EDGE = SourceTable(
+    "db",
+    "edge",
+    (
+        Column("id", "int64"),
+        Column("t8", "int8"),
+        Column("t16", "int16"),
+        Column("f", "float"),
+        Column("d", "double"),
+        Column("b", "boolean"),
+        Column("s", "string"),
+        Column("bin", "bytes"),
+        Column(
+            "dec", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "3", "connect.decimal.precision": "38"}
+        ),
+        Column(
+            "dec0", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "0", "connect.decimal.precision": "20"}
+        ),
+        Column("day", "int32", "io.debezium.time.Date"),
+        Column("ms", "int64", "io.debezium.time.Timestamp"),
+        Column("us", "int64", "io.debezium.time.MicroTimestamp"),
+        Column("ns", "int64", "io.debezium.time.NanoTimestamp"),
+        Column("zoned", "string", "io.debezium.time.ZonedTimestamp"),
+        Column("tm", "int64", "io.debezium.time.MicroTime"),
+        Column("tn", "int64", "io.debezium.time.NanoTime"),
+        Column("yr", "int32", "io.debezium.time.Year"),
+        Column("js", "string", "io.debezium.data.Json"),
+        Column("en", "string", "io.debezium.data.Enum"),
+        Column("set", "string", "io.debezium.data.EnumSet"),
+        Column("bits", "bytes", "io.debezium.data.Bits", {"length": "12"}),
+    ),
+)
+
+
+def decimal_bytes(unscaled: int) -> str:
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+
+
+def edge_value(i: int, **overrides: Any) -> bytes:
+    raw = {
+        "id": i,
+        "t8": [-128, 127, 0][i % 3],
+        "t16": [-32768, 32767, 1][i % 3],
+        "f": [3.14, -1.5e-10, 1e30][i % 3],
+        "d": [2.718281828459045, -1.7976931348623157e308, 0.1][i % 3],
+        "b": i % 2 == 0,
+        "s": ["héllo 😀", "", "[not json"][i % 3],
+        "bin": base64.b64encode(bytes([i % 256, 0, 255])).decode(),
+        "dec": decimal_bytes([10**38 - 1, -(10**38) + 1, -5][i % 3]),
+        "dec0": decimal_bytes([2**64 - 1, 0, 255][i % 3]),
+        "day": [-719162, 2932896, 0][i % 3],
+        "ms": [-30610224000000, 1709210096789, 0][i % 3],
+        "us": [253402300799999999, -1, 1][i % 3],
+        "ns": [-1, -1001, 1_700_000_000_123_456_789][i % 3],
+        "zoned": ["2020-06-01T12:00:00.1234Z", "1970-01-01T00:00:01Z", "2020-01-01T00:00:00.123456789-05:30"][i % 3],
+        "tm": [-3020399000000, 3020399000000, -1][i % 3],
+        "tn": [-1, 86_399_999_999_999, -1_000_001][i % 3],
+        "yr": [1901, 2155, 0][i % 3],
+        "js": ['{"a": [1, {"b": null}]}', "[]", "null"][i % 3],
+        "en": ["a", "b", "c"][i % 3],
+        "set": ["x,z", "", "y"][i % 3],
+        "bits": base64.b64encode([b"\x01\x08", b"\xff\x0f", b"\x00"][i % 3]).decode(),
+    }
+    raw.update(overrides)
+    message = envelope(EDGE, "c", None, None, pos=100 + i, ts_ms=1_700_000_000_000 + i)
+    message["payload"]["after"] = raw
+    return json.dumps(message, separators=COMPACT).encode()
+
+
+EDGE_PLAN = [{"name": "db.edge", "topics": ["srv.db.edge"], "key": ["id"]}]

@@ -14,7 +14,19 @@ from typing import Any
 import pytest
 
 from cdc_delta.demo.generator import Column, SourceTable, envelope
-from tests.decode.decoding import COMPACT, SPACED, Record, assert_same, decoded_both_ways, fast_share, plan_for
+from tests.decode.decoding import (
+    COMPACT,
+    EDGE,
+    EDGE_PLAN,
+    SPACED,
+    Record,
+    assert_same,
+    decimal_bytes,
+    decoded_both_ways,
+    edge_value,
+    fast_share,
+    plan_for,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -58,77 +70,6 @@ def test_records_of_a_real_connector_decode_as_the_reference_does(spark: Any, se
 
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
-EDGE = SourceTable(
-    "db",
-    "edge",
-    (
-        Column("id", "int64"),
-        Column("t8", "int8"),
-        Column("t16", "int16"),
-        Column("f", "float"),
-        Column("d", "double"),
-        Column("b", "boolean"),
-        Column("s", "string"),
-        Column("bin", "bytes"),
-        Column(
-            "dec", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "3", "connect.decimal.precision": "38"}
-        ),
-        Column(
-            "dec0", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "0", "connect.decimal.precision": "20"}
-        ),
-        Column("day", "int32", "io.debezium.time.Date"),
-        Column("ms", "int64", "io.debezium.time.Timestamp"),
-        Column("us", "int64", "io.debezium.time.MicroTimestamp"),
-        Column("ns", "int64", "io.debezium.time.NanoTimestamp"),
-        Column("zoned", "string", "io.debezium.time.ZonedTimestamp"),
-        Column("tm", "int64", "io.debezium.time.MicroTime"),
-        Column("tn", "int64", "io.debezium.time.NanoTime"),
-        Column("yr", "int32", "io.debezium.time.Year"),
-        Column("js", "string", "io.debezium.data.Json"),
-        Column("en", "string", "io.debezium.data.Enum"),
-        Column("set", "string", "io.debezium.data.EnumSet"),
-        Column("bits", "bytes", "io.debezium.data.Bits", {"length": "12"}),
-    ),
-)
-
-
-def decimal_bytes(unscaled: int) -> str:
-    length = max(1, (unscaled.bit_length() + 8) // 8)
-    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
-
-
-def edge_value(i: int, **overrides: Any) -> bytes:
-    raw = {
-        "id": i,
-        "t8": [-128, 127, 0][i % 3],
-        "t16": [-32768, 32767, 1][i % 3],
-        "f": [3.14, -1.5e-10, 1e30][i % 3],
-        "d": [2.718281828459045, -1.7976931348623157e308, 0.1][i % 3],
-        "b": i % 2 == 0,
-        "s": ["héllo 😀", "", "[not json"][i % 3],
-        "bin": base64.b64encode(bytes([i % 256, 0, 255])).decode(),
-        "dec": decimal_bytes([10**38 - 1, -(10**38) + 1, -5][i % 3]),
-        "dec0": decimal_bytes([2**64 - 1, 0, 255][i % 3]),
-        "day": [-719162, 2932896, 0][i % 3],
-        "ms": [-30610224000000, 1709210096789, 0][i % 3],
-        "us": [253402300799999999, -1, 1][i % 3],
-        "ns": [-1, -1001, 1_700_000_000_123_456_789][i % 3],
-        "zoned": ["2020-06-01T12:00:00.1234Z", "1970-01-01T00:00:01Z", "2020-01-01T00:00:00.123456789-05:30"][i % 3],
-        "tm": [-3020399000000, 3020399000000, -1][i % 3],
-        "tn": [-1, 86_399_999_999_999, -1_000_001][i % 3],
-        "yr": [1901, 2155, 0][i % 3],
-        "js": ['{"a": [1, {"b": null}]}', "[]", "null"][i % 3],
-        "en": ["a", "b", "c"][i % 3],
-        "set": ["x,z", "", "y"][i % 3],
-        "bits": base64.b64encode([b"\x01\x08", b"\xff\x0f", b"\x00"][i % 3]).decode(),
-    }
-    raw.update(overrides)
-    message = envelope(EDGE, "c", None, None, pos=100 + i, ts_ms=1_700_000_000_000 + i)
-    message["payload"]["after"] = raw
-    return json.dumps(message, separators=COMPACT).encode()
-
-
-EDGE_PLAN = [{"name": "db.edge", "topics": ["srv.db.edge"], "key": ["id"]}]
 
 
 def test_edge_values_of_every_logical_type(spark: Any) -> None:
@@ -253,9 +194,7 @@ def test_times_at_the_ends_of_a_bigint_decode_as_the_reference_does(spark: Any) 
     """Floor division of the smallest bigint (a NanoTime, a NanoTimestamp) overflowed where the
     remainder was subtracted first, an ANSI error that failed the merge."""
     ends = [-(2**63), 2**63 - 1]
-    records: list[Record] = [
-        ("srv.db.edge", 0, i, b"k", edge_value(i, tn=v, ns=v, us=v)) for i, v in enumerate(ends)
-    ]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", edge_value(i, tn=v, ns=v, us=v)) for i, v in enumerate(ends)]
     plan = plan_for(EDGE_PLAN)
     assert_same(decoded_both_ways(spark, records, plan))
     assert fast_share(spark, records, plan) == 1.0
