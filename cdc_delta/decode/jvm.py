@@ -21,10 +21,10 @@ with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so
 as it always has: same status, same reason, same values. (An image whose values do not convert, or that
 lacks a key, is found where it is made canonical, and given to the reference there.)
 
-One difference is left: a field nested within a few levels of the
-parsers' limits (Jackson refuses 1,000 levels; Python's parser gives up near its recursion limit, sooner
-the deeper the stack it is called on) may be decoded by one and refused by the other; no source writes
-one. A record either decoder refuses is dead-lettered with the reason, never dropped.
+One difference is left: a field nested within a few levels of the parsers' limits (Jackson refuses
+1,000 levels; Python's parser gives up near its recursion limit, sooner the deeper the stack it is
+called on) may be decoded by one and refused by the other; no source writes one. A record either
+decoder refuses is dead-lettered with the reason, never dropped.
 """
 
 from __future__ import annotations
