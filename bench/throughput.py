@@ -183,9 +183,9 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         # Both halves of the JVM path: decoded at ingest, made canonical where the changes are read.
         batch = decode_batch(records, plan, schemas)
         texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
-        made = canonical_frame(batch.frame, plan, texts).persist(StorageLevel.MEMORY_AND_DISK)
-        collect_stats(made)
-        made.unpersist()
+        made = canonical_frame(batch.frame, plan, texts)
+        collect_stats(made.frame)
+        made.release()
         batch.release()
 
     def ingest_half() -> None:

@@ -19,18 +19,20 @@ from cdc_delta.decode.images import is_schema_ref
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import OK
 from cdc_delta.events.ordering import Seq
+from cdc_delta.local_checkpoint import Held
 
 LANDED_AT = "landed_at"
 
 
-def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[int, int]]) -> DataFrame:
+def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[int, int]]) -> Held:
     """The changelog rows of each table in ``bounds`` whose landing is in ``(after, through]``, as
     decoded records: the Kafka columns (the value null but where the reference decoded a record again,
     below), ``land_seq``, ``landed_at``, ``batch_id`` and the ``_decoded`` struct with the row's
     canonical image (``row_json``) and column descriptor (``schema_json``). Images landed as Debezium
     wrote them are made canonical here (:mod:`cdc_delta.decode.canonical`; a small job first finds
-    their schemas); one the expressions cannot make canonical is decoded by the reference from its
-    record rebuilt, and comes out dead (with its value) where the reference refuses it."""
+    their schemas); one the JVM function cannot make canonical is decoded by the reference from its
+    record rebuilt, and comes out dead (with its value) where the reference refuses it. Read here, once,
+    and held until the caller releases them."""
     path, schemas = changelog_path(config), schemas_path(config)
     limits = spark.createDataFrame(
         [(table, after, through) for table, (after, through) in sorted(bounds.items())],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -22,6 +23,7 @@ from cdc_delta.decode.reference import python_decoded
 from cdc_delta.decode.registry import AvroSchemas
 from cdc_delta.events.envelope import DecodePlan
 from cdc_delta.events.record_keys import json_key_columns
+from cdc_delta.local_checkpoint import Held
 
 logger = logging.getLogger(__name__)
 
@@ -30,30 +32,21 @@ _OFFSET = ("topic", "partition", "offset")
 
 
 @dataclass(frozen=True)
-class DecodedBatch:
+class DecodedBatch(Held):
     """A decoded micro-batch, held until :meth:`release`: ``frame`` holds the Kafka columns and the
     ``_decoded`` struct of every record; the value is null where the JVM decoded the record
-    (:meth:`with_values` reads it again)."""
+    (:meth:`with_values` reads it again). :attr:`checkpointed` holds the JVM-decoded records (every
+    query of the batch plans over a short lineage, not over the decoding expression, large with many
+    schemas), :attr:`cached` those the reference decoder decoded."""
 
-    frame: DataFrame
-    checkpointed: DataFrame
-    """The JVM-decoded records, checkpointed locally: every query of the batch plans over a short
-    lineage, not over the decoding expression (large with many schemas)."""
-    raw: DataFrame
+    raw: DataFrame = dc_field(kw_only=True)
     """The batch as the source gives it (the Kafka columns), read again only for values."""
-    cached: DataFrame | None = None
-    """The records the reference decoder decoded, cached beside the checkpoint."""
 
     def with_values(self, rows: DataFrame, broadcast: bool = True) -> DataFrame:
         """``rows`` of :attr:`frame` with every Kafka value, byte for byte: read again from the batch
         (a pass over it; for dead letters of a stopped table, not on the usual path). ``broadcast``:
         ``rows`` are few."""
         return with_values(rows, self.raw, broadcast)
-
-    def release(self) -> None:
-        if self.cached is not None:
-            self.cached.unpersist()
-        local_checkpoint.release(self.checkpointed)  # batch by batch, not when the driver collects garbage
 
 
 def with_values(rows: DataFrame, raw: DataFrame, broadcast: bool = True) -> DataFrame:
@@ -86,9 +79,9 @@ def decode_batch(
     fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
     rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
     if rest.isEmpty():
-        return DecodedBatch(fast, candidates, raw)
+        return DecodedBatch(fast, candidates, raw=raw)
     slow = python_decoded(with_values(rest, raw), plan).persist(StorageLevel.MEMORY_AND_DISK)
-    return DecodedBatch(fast.unionByName(slow), candidates, raw, slow)
+    return DecodedBatch(fast.unionByName(slow), candidates, slow, raw=raw)
 
 
 class JsonDecoder:
@@ -120,7 +113,7 @@ class AvroDecoder:
 
     def __call__(self, batch: DataFrame) -> DecodedBatch:
         decoded = decode_avro_batch(batch, self.plan, self.schemas)
-        return DecodedBatch(decoded, decoded, batch)
+        return DecodedBatch(decoded, decoded, raw=batch)
 
     def connect_schemas(self) -> dict[str, str]:
         """None: Avro images are made canonical at ingest."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from py4j.java_gateway import JavaClass
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import _to_java_column, _to_seq
@@ -34,12 +35,13 @@ from cdc_delta.decode.jvm import missing_decoder
 from cdc_delta.decode.reference import python_decoded
 from cdc_delta.events.envelope import DecodePlan
 from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.local_checkpoint import Held
 
 CANONICAL_CLASS = "io.cdcdelta.decode.CanonicalImage"
 """The JVM function that makes images canonical, cdc-delta's own (``jvm/decoder``, built into the Spark
 jars by ``scripts/fetch-jars.sh``, beside the envelope reader)."""
 _ROW_JSON, _LANDED_TABLE = "_row_json", "_landed_table"
-_REF, _CONNECT = "_ref", "_connect"
+_REF, _CONNECT, _LEFT = "_ref", "_connect", "_left_to_reference"
 
 
 def raw_images(frame: DataFrame) -> list[tuple[str, str]]:
@@ -54,23 +56,24 @@ def raw_images(frame: DataFrame) -> list[tuple[str, str]]:
     return sorted((r["ref"], r["table"]) for r in rows)
 
 
-def canonical_frame(frame: DataFrame, plan: DecodePlan, texts: Mapping[str, str]) -> DataFrame:
+def canonical_frame(frame: DataFrame, plan: DecodePlan, texts: Mapping[str, str]) -> Held:
     """:func:`made_canonical` of ``frame``, its (schema ref, table) pairs found first (:func:`raw_images`)."""
     return made_canonical(frame, plan, raw_images(frame), texts)
 
 
 def made_canonical(
     frame: DataFrame, plan: DecodePlan, pairs: Iterable[tuple[str, str]], texts: Mapping[str, str]
-) -> DataFrame:
+) -> Held:
     """``frame`` (the Kafka columns, ``_decoded`` and any others) with every image still as Debezium
     wrote it made canonical: ``row_json`` and ``schema_json`` set, ``payload`` and ``schema_ref`` cleared;
     where the JVM function does not, ``_decoded`` as the reference decodes the record (its table kept) and
     ``value`` the record rebuilt. ``pairs`` are the (schema ref, table) of those rows (:func:`raw_images`),
-    ``texts`` holds the Connect schema's text of every ref among them. Lazy: the rows are read twice, once for the
-    images made here and once for the few left to the reference (the caller caches the result)."""
+    ``texts`` holds the Connect schema's text of every ref among them.
+
+    Computed here, once, and held until the caller releases it: the function runs once per image (the
+    rows are checkpointed locally with its output), and the rows it leaves to the reference (usually
+    none) are decoded by it and cached beside; every later query reads the held rows."""
     pairs = sorted(set(pairs))
-    if not pairs:
-        return frame
     missing = sorted({ref for ref, _ in pairs} - set(texts))
     if missing:
         raise CdcDeltaError(
@@ -89,28 +92,35 @@ def made_canonical(
         if k == len(plans["shapes"]):
             plans["shapes"].append(_shape(schema, key))
         plans["routes"][f"{ref}\u0000{table}"] = k
-    refs = sorted({ref for ref, _ in pairs})
-    raw = field("payload").isNotNull()
-    if not plans["shapes"]:
-        return frame.where(~raw).unionByName(_left_to_reference(frame.where(raw), plan, refs, texts))
-    known = sorted(images)
-    descriptors = F.create_map(*[c for ref in known for c in (F.lit(ref), F.lit(images[ref].descriptor))])
-    made_by = _canonical_image(frame.sparkSession, json.dumps(plans))
-    row_json = made_by(field("payload").cast("binary"), field("op"), field("schema_ref"), field("table"))
     columns = frame.columns
-    parts = frame.select(*columns, F.when(raw, row_json).alias(_ROW_JSON))
-    ok = F.col(_ROW_JSON).isNotNull()
-    made = (
-        F.col(DECODED)
-        .withField("row_json", F.col(_ROW_JSON))
-        .withField("schema_json", F.element_at(descriptors, field("schema_ref")))
-        .withField("payload", F.lit(None).cast("string"))
-        .withField("schema_ref", F.lit(None).cast("string"))
-    )
-    good = parts.where(~raw | ok).select(
-        *[F.when(raw, made).otherwise(F.col(c)).alias(c) if c == DECODED else c for c in columns]
-    )
-    return good.unionByName(_left_to_reference(parts.where(raw & ~ok).select(*columns), plan, refs, texts))
+    raw = field("payload").isNotNull()
+    if plans["shapes"]:
+        descriptors = F.create_map(*[c for ref in sorted(images) for c in (F.lit(ref), F.lit(images[ref].descriptor))])
+        made_by = _canonical_image(frame.sparkSession, json.dumps(plans))
+        row_json = made_by(field("payload").cast("binary"), field("op"), field("schema_ref"), field("table"))
+        # Two projections: the function's output is a column of the first, read twice by the second (an
+        # expression of a nondeterministic function is never merged into the expressions that read it).
+        parts = frame.select(*columns, F.when(raw, row_json).alias(_ROW_JSON))
+        ok = F.col(_ROW_JSON).isNotNull()
+        made = (
+            F.col(DECODED)
+            .withField("row_json", F.col(_ROW_JSON))
+            .withField("schema_json", F.element_at(descriptors, field("schema_ref")))
+            .withField("payload", F.lit(None).cast("string"))
+            .withField("schema_ref", F.lit(None).cast("string"))
+        )
+        decoded = F.when(raw & ok, made).otherwise(F.col(DECODED))
+        parts = parts.select(*[decoded.alias(c) if c == DECODED else c for c in columns], (raw & ~ok).alias(_LEFT))
+    else:
+        parts = frame.select(*columns, raw.alias(_LEFT))  # none made here: every raw image is the reference's
+    held = parts.localCheckpoint(eager=True)
+    made_rows = held.where(~F.col(_LEFT)).select(*columns)
+    left = held.where(F.col(_LEFT)).select(*columns)
+    if left.isEmpty():
+        return Held(made_rows, held)
+    refs = sorted({ref for ref, _ in pairs})
+    decoded_rows = _left_to_reference(left, plan, refs, texts).persist(StorageLevel.MEMORY_AND_DISK)
+    return Held(made_rows.unionByName(decoded_rows), held, decoded_rows)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -45,7 +45,7 @@ class TableRound:
     """What every table of one merge round shares."""
 
     changes: DataFrame
-    """The round's pending changes (:func:`cdc_delta.changelog.pending.changes`), cached."""
+    """The round's pending changes (:func:`cdc_delta.changelog.pending.changes`), held (read once)."""
     through_seq: int
     """The newest landing the round merges: each table's commit holds every landing up to it."""
 

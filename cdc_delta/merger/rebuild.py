@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
@@ -89,8 +88,8 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
     registry = TableRegistry(spark, registry_path(config))
     before = registry.get(name)
     registry.replace(name, path, None)  # the staged table is registered as it is created
-    frame = changes(spark, config, {name: (-1, through)})
-    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    pending = changes(spark, config, {name: (-1, through)})
+    frame = pending.frame
     try:
         work = table_work(config.app_id, [name], table_summaries(frame), through)[0]
         if not work.events:
@@ -100,7 +99,7 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
         _forget(spark, registry, name, before, staging)
         raise
     finally:
-        frame.unpersist()
+        pending.release()
     if result.error:
         _forget(spark, registry, name, before, staging)
         raise RebuildError(f"cannot rebuild {name}: {result.error}")

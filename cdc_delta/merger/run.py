@@ -25,7 +25,7 @@ from dataclasses import field as dc_field
 
 from pyspark.sql import SparkSession
 
-from cdc_delta import hadoop_fs, local_checkpoint
+from cdc_delta import hadoop_fs
 from cdc_delta.changelog.append import Landing
 from cdc_delta.changelog.pending import TableSummary, changes, landed_since, table_summaries
 from cdc_delta.changelog.table import changelog_path, ensure_tables
@@ -221,15 +221,12 @@ class Merger:
         t0 = time.monotonic()
         positions = self._workers.map(self._position, due)
         bounds = {name: (position, through) for name, position in zip(due, positions, strict=True)}
-        # Checkpointed, not cached: every table's queries would plan over the expressions that make the
-        # round's images canonical, one set per shape among its tables (a round of 50 tables of distinct
-        # shapes took 289 s cached; 20 tables 59.7 s cached, 32.9 s checkpointed).
         self.gate.give_way()
         with jobs_described(self.spark, f"merge through landing {through}: pending changes"):
-            frame = changes(self.spark, self.config, bounds).localCheckpoint(eager=True)
+            pending = changes(self.spark, self.config, bounds)
         try:
-            work = table_work(self.config.app_id, due, table_summaries(frame), through)
-            shared = TableRound(frame, through)
+            work = table_work(self.config.app_id, due, table_summaries(pending.frame), through)
+            shared = TableRound(pending.frame, through)
 
             def apply(session: SparkSession, table: TableChanges) -> TableResult:
                 self.gate.give_way()
@@ -238,7 +235,7 @@ class Merger:
 
             results = self._workers.map(apply, work)
         finally:
-            local_checkpoint.release(frame)
+            pending.release()
         for result in results:
             if not result.error:
                 self.schedule.merged(result.table, through)

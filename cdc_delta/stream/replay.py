@@ -73,9 +73,14 @@ def replay_dead_letters(
     number = int(started.timestamp() * 1000)
     plan = decode_plan(replay)
     decoder = decoder_for(replay, plan)
-    decoding = decoder(records)
-    # The images the JVM left as Debezium wrote them are made canonical here, as a merge would.
-    decoding = dataclasses.replace(decoding, frame=canonical_frame(decoding.frame, plan, decoder.connect_schemas()))
+    decoded = decoder(records)
+    try:
+        # The images the JVM left as Debezium wrote them are made canonical here, as a merge would.
+        made = canonical_frame(decoded.frame, plan, decoder.connect_schemas())
+    except BaseException:
+        decoded.release()
+        raise
+    decoding = dataclasses.replace(decoded, frame=made.frame)
     try:
         stats = collect_stats(decoding.frame, key_samples=config.keys_from_records)
         keys = record_keys(config, stats, decoder.key_columns)
@@ -116,7 +121,8 @@ def replay_dead_letters(
         done = spark.createDataFrame(done_keys, "topic string, partition int, offset bigint")
         marked = mark_replayed(spark, path, done, started)
     finally:
-        decoding.release()
+        made.release()
+        decoded.release()
     result = BatchResult(
         batch_id=number,
         rows_in=stats.rows_in,

@@ -79,7 +79,8 @@ def live_rows(
     """Per table, its rows as of landing ``through`` (None: the newest), soft-deleted rows included:
     the merged rows (at the version that holds no landing past ``through``) overridden by the changelog
     rows past it. Tables with neither rows nor changes are left out. The pending changes of all the
-    tables are read in one pass."""
+    tables are read in one pass, here, and held as long as the rows are (a view's for its session;
+    Spark frees them when the driver collects the rows)."""
     wanted = list(tables)
     merged = {
         t.name: merged_now(spark, config, t) if through is None else merged_at(spark, config, t, through)
@@ -89,7 +90,7 @@ def live_rows(
     bounds = {name: (m.land_seq, upper) for name, m in merged.items()}
     pending, summaries = None, {}
     if DeltaTable.isDeltaTable(spark, changelog_path(config)):  # none before the stream's first batch
-        pending = changes(spark, config, bounds)
+        pending = changes(spark, config, bounds).frame
         summaries = table_summaries(pending)
     out = {}
     for table in wanted:

@@ -58,7 +58,11 @@ def on_jvm_path(
     batch = decode_batch(kafka_frame(spark, records), plan, schemas)
     try:
         texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
-        return use(canonical_frame(batch.frame, plan, texts))
+        made = canonical_frame(batch.frame, plan, texts)
+        try:
+            return use(made.frame)
+        finally:
+            made.release()
     finally:
         batch.release()
 

@@ -84,7 +84,9 @@ def test_a_changelog_from_before_gains_the_columns_and_both_forms_merge(spark: A
     spark.createDataFrame([row], OLD_CHANGELOG_DDL).write.format("delta").mode("append").save(changelog_path(config))
 
     # A reader (a live view, a rebuild) reads it as it is: it does not alter the changelog.
-    read = changes(spark, config, {"inventory.items": (-1, 10)}).select("_decoded.row_json").collect()
+    pending = changes(spark, config, {"inventory.items": (-1, 10)})
+    read = pending.frame.select("_decoded.row_json").collect()
+    pending.release()
     assert [r["row_json"] for r in read] == [old.row_json]
     assert "payload" not in spark.read.format("delta").load(changelog_path(config)).columns
 
