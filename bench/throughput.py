@@ -509,6 +509,7 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
     landed: list[float] = []
     by_landing: dict[int, list[float]] = {}
     merged: list[float] = []
+    merged_by_landing: dict[int, list[float]] = {}
     merges_by_table: dict[str, list[tuple[int, float]]] = {}
     for table in parsed.tables:
         path = parsed.storage.table_path(table)
@@ -525,8 +526,11 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         done = next((t for seq, t in merges_by_table.get(row["table"], []) if seq >= row["land_seq"]), None)
         if done is not None:
             merged.append(done - source_s)
+            merged_by_landing.setdefault(row["land_seq"], []).append(merged[-1])
     spark.stop()
-    rows = [(int(m.group(2)), float(m.group(3))) for m in map(BATCH_LINE.search, log.read_text().splitlines()) if m]
+    lines = log.read_text().splitlines()
+    rows = [(int(m.group(2)), float(m.group(3))) for m in map(BATCH_LINE.search, lines) if m]
+    rounds = [(int(m.group(1)), float(m.group(2))) for m in map(ROUND_LINE.search, lines) if m]
     return {
         "rate_events_per_s": round(rate),
         "seconds": seconds,
@@ -547,6 +551,12 @@ def part_latency(bootstrap: str, folder: Path, rate: float, seconds: int) -> dic
         ],
         "merged_lag_p50_s": percentile(merged, 0.5),
         "merged_lag_p99_s": percentile(merged, 0.99),
+        # Where the merged lag goes: each merge round (tables, seconds), and the lag by landing.
+        "merge_rounds": [{"tables": n, "seconds": round(s, 1)} for n, s in rounds],
+        "merged_by_landing": [
+            {"landing": seq, "changes": len(s), "p50_s": percentile(s, 0.5), "p99_s": percentile(s, 0.99)}
+            for seq, s in sorted(merged_by_landing.items())
+        ],
     }
 
 
