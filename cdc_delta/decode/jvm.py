@@ -16,10 +16,11 @@ envelope reader (:data:`READER_CLASS`, ``jvm/decoder``), the rest with Spark's o
 A record this projection cannot decode exactly as the reference does - bad or lenient JSON (single
 quotes, bare NaN, data after the envelope), not written as the JsonConverter writes it, no schema, no
 route, an op other than c/u/d/r, Debezium's own records, a schema with a type the expressions do not
-cover, a source position out of range, a lone surrogate - gets no struct here; the caller decodes those
-with the reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so that every record ends
-as it always has: same status, same reason, same values. (An image whose values do not convert, or that
-lacks a key, is found where it is made canonical, and given to the reference there.)
+cover, a source position out of range - gets no struct here; the caller decodes those with the
+reference decoder (:func:`cdc_delta.events.envelope.decode_record`), so that every record ends as it
+always has: same status, same reason, same values. (An image whose values do not convert, that lacks a
+key, or whose text holds a lone UTF-16 surrogate, is found where it is made canonical, and given to the
+reference there.)
 
 One difference is left: a field nested within a few levels of the parsers' limits (Jackson refuses
 1,000 levels; Python's parser gives up near its recursion limit, sooner the deeper the stack it is
@@ -48,7 +49,7 @@ FAST = "_fast"
 KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
 _PAYLOAD = (
-    "op: STRING, before: STRING, after: STRING, source: STRUCT<db: STRING, table: STRING>, "
+    "op: STRING, source: STRUCT<db: STRING, table: STRING>, "
     "position: STRUCT<gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>"
 )
 _HEAD = '{"schema":'
@@ -206,20 +207,6 @@ def _plain_source() -> Column:
     return _payload("op").isin("c", "u", "d", "r") & _payload("position").isNotNull()
 
 
-_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
-_LONE_SURROGATE = (
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
-
-
-def _lone_surrogate(text: Column) -> Column:
-    """Whether the image's text escapes a lone UTF-16 surrogate (``\\udfff``), which no valid text
-    holds: Spark would read it as ``?``, the reference dead-letters it. Looked for only in the rare text
-    that escapes a surrogate at all (JsonConverter writes text as UTF-8, unescaped)."""
-    return F.when(text.rlike(_SURROGATE_ESCAPE), text.rlike(_LONE_SURROGATE)).otherwise(F.lit(False))
-
-
 def _no_value() -> Column:
     return F.lit(None).cast("binary").alias("value")
 
@@ -263,9 +250,8 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
     )
     if not landable:
         return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
-    text = F.when(_payload("op") == "d", _payload("before")).otherwise(_payload("after"))
     # No payload text: not valid UTF-8, or not read exactly by the reader (the reference decides)
-    plain = F.col(PAYLOAD_TEXT).isNotNull() & _plain_source() & ~_lone_surrogate(text)
+    plain = F.col(PAYLOAD_TEXT).isNotNull() & _plain_source()
     # The ordering key and the checks in a projection of their own, before the join: in one projection
     # with the struct below, Spark generated a method past the JVM's limit for JIT compilation (8,000
     # bytes of bytecode), which ran interpreted: the pass took 3.0 s for 200k records, 1.4 s split.

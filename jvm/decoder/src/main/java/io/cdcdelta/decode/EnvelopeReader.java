@@ -37,8 +37,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
  * {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
- * {@code before} and {@code after} (each image's text as written), {@code source} (db and table, as
- * text) and {@code position} (the ordering key's source fields, see {@link #position}), null where the
+ * {@code source} (db and table, as text) and {@code position} (the ordering key's source fields, see {@link #position}), null where the
  * reader does not read it exactly. Null for any other record and for a null value (a tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
@@ -118,8 +117,6 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
         return null;
       }
       String op = null;
-      String before = null;
-      String after = null;
       Row source = null;
       Row position = null;
       JsonToken token;
@@ -136,19 +133,11 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
             break;
           case "before":
           case "after":
-            String image = null;
+            // An image is read where it is made canonical (CanonicalImage); here it must be an object.
             if (token == JsonToken.START_OBJECT) {
-              int start = (int) parser.currentTokenLocation().getByteOffset();
               parser.skipChildren();
-              int end = (int) parser.currentLocation().getByteOffset();
-              image = new String(text, start, end - start, StandardCharsets.UTF_8);
             } else if (token != JsonToken.VALUE_NULL) {
               return null;
-            }
-            if (name.equals("before")) {
-              before = image;
-            } else {
-              after = image;
             }
             break;
           case "source":
@@ -170,7 +159,7 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       if (token != JsonToken.END_OBJECT || parser.nextToken() != null) {
         return null;
       }
-      return RowFactory.create(op, before, after, source, position);
+      return RowFactory.create(op, source, position);
     } catch (IOException e) {
       return null; // not strict JSON (or past Jackson's limits): the reference decoder says why
     }
