@@ -117,9 +117,9 @@ public final class CanonicalImage implements UDF4<byte[], String, String, String
       // A failure of this code: one record's, never the batch's; the reference decoder decides. Said
       // once per JVM, so that a bug shows in the log instead of as records merged more slowly.
       if (FAILED.compareAndSet(false, true)) {
-        LOG.log(Level.WARNING, "cdc-delta's canonical-image function failed on a record of table " + table
-            + " (op " + op + "); such records go to the reference decoder, slower but exact. Please report it,"
-            + " with this trace", e);
+        LOG.log(Level.WARNING, "cdc-delta's canonical-image function failed on a record of table "
+            + table + " (op " + op + "); such records go to the reference decoder, slower but exact."
+            + " Please report it, with this trace", e);
       }
       return null;
     }
