@@ -60,6 +60,15 @@ def landings_per_commit(spark: SparkSession, path: str) -> list[int]:
     return [json.loads(r["userMetadata"])["land_seq"] for r in history.select("userMetadata").collect()]
 
 
+def merges_matching(spark: SparkSession, path: str) -> list[bool]:
+    """Whether each MERGE commit of the table, oldest first, had a clause for rows it matched (False: an
+    insert-only MERGE, as into a table that holds no row yet)."""
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
+    return [r["operationParameters"]["matchedPredicates"] != "[]" for r in history.collect()]
+
+
 def arrow_rows(location: str) -> list[dict[str, Any]]:
     """The Parquet files at ``location`` read by pyarrow (not Spark), in the oracle's canonical forms."""
     import datetime as dt

@@ -108,6 +108,13 @@ def current_version(spark: SparkSession, path: str) -> int:
     return int(_seen(spark, path).version())
 
 
+def known_empty(spark: SparkSession, path: str) -> bool:
+    """Whether the table as this process last saw it holds no data file, known from the checksum Delta
+    keeps beside the snapshot of its own commits (no listing, no Spark job); False where it is not known."""
+    checksum = _seen(spark, path).checksumOpt()
+    return bool(checksum.isDefined()) and int(checksum.get().numFiles()) == 0
+
+
 def enable_manifest(spark: SparkSession, path: str) -> None:
     """Have Delta write the table's symlink manifest now and after every later commit."""
     spark.sql(f"ALTER TABLE {C.delta_path_identifier(path)} SET TBLPROPERTIES ('{MANIFEST_PROPERTY}' = 'true')")

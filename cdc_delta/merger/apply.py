@@ -25,7 +25,7 @@ from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merg
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.delta.hold import stream_hold, wait_while_held
 from cdc_delta.delta.registry import TableRegistry, registry_path
-from cdc_delta.delta.tables import create_table, enable_manifest, mark_stopped
+from cdc_delta.delta.tables import create_table, enable_manifest, known_empty, mark_stopped
 from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import CdcDeltaError, TableUnavailable, one_line
@@ -156,8 +156,9 @@ class TableApplier:
             wait_while_held(hold, work.name)
         if state.exists and self._manifest and not state.manifest:  # a table from before live_tables.enabled
             enable_manifest(spark, path)
+        created = not state.exists
         state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
-        merge = self._merge(batch, work, path, state, spark, position)
+        merge = self._merge(batch, work, path, state, spark, position, created)
         self._merged[work.name] = batch.through_seq
         return TableResult(work.name, work.events, merge=merge, dead=dead)
 
@@ -257,14 +258,23 @@ class TableApplier:
         return TableState(True, plan.columns, defaults=defaults, manifest=self._manifest)
 
     def _merge(
-        self, batch: TableRound, work: TableChanges, path: str, state: TableState, spark: SparkSession, position: int
+        self,
+        batch: TableRound,
+        work: TableChanges,
+        path: str,
+        state: TableState,
+        spark: SparkSession,
+        position: int,
+        created: bool,
     ) -> MergeResult:
         """MERGE the table's changes past ``position``: one commit, or one per segment where truncates
-        split them (:func:`~.truncates.segments`), each recording the landing it holds up to."""
+        split them (:func:`~.truncates.segments`), each recording the landing it holds up to. The first
+        segment into a table this round ``created`` is inserted (:func:`~.merge.merge_rows`'s ``empty``)
+        where the table is known to hold no file yet."""
         table = self.table(spark, work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
-        results = []
+        results: list[MergeResult] = []
         for segment in segments(work.truncates, position, batch.through_seq):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
             rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
@@ -272,8 +282,11 @@ class TableApplier:
             try:
                 record = dataclasses.replace(work.record, land_seq=segment.through).as_operation("merge")
                 commit = Commit(merge_txn_app_id(self.config.app_id, work.name), segment.through, record)
+                empty = created and not results and known_empty(spark, path)
                 results.append(
-                    merge_rows(spark, path, latest, key, dict(state.business), commit, work.name, segment.truncates)
+                    merge_rows(
+                        spark, path, latest, key, dict(state.business), commit, work.name, segment.truncates, empty
+                    )
                 )
             finally:
                 latest.unpersist()

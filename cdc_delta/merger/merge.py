@@ -90,10 +90,13 @@ def merge_rows(
     commit: Commit,
     table_name: str,
     truncates: Truncates | None = None,
+    empty: bool = False,
 ) -> MergeResult:
     """MERGE ``rows`` (at most one per key: :func:`cdc_delta.merger.dedupe.latest_per_key`) into
     ``path``, then ``truncates`` (of the segment's last landing) in the same commit. Delta's transaction
-    id skips a commit of landings the table holds already (``replayed=True``)."""
+    id skips a commit of landings the table holds already (``replayed=True``). ``empty``: the table holds
+    no row (made by this round), so every change is inserted by an insert-only MERGE, which Delta runs
+    without first scanning the table for the files its changes touch (five Spark jobs fewer)."""
     target = DeltaTable.forPath(spark, path)
     condition = F.lit(True)
     for k in key:
@@ -103,12 +106,8 @@ def merge_rows(
         condition = pruning & condition
     newer = F.col(f"s.{C.SEQ}") > F.col(f"t.{C.SEQ}")
     if not truncates:
-        merge = (
-            target.alias("t")
-            .merge(rows.alias("s"), condition)
-            .whenMatchedUpdateAll(condition=newer)
-            .whenNotMatchedInsertAll()
-        )
+        merge = target.alias("t").merge(rows.alias("s"), condition)
+        merge = (merge if empty else merge.whenMatchedUpdateAll(condition=newer)).whenNotMatchedInsertAll()
     else:
         merge = _with_truncates(target, rows, condition, truncates)
     with delta_transaction(spark, commit):

@@ -1,6 +1,6 @@
 """Property test: 12 tables in one stream, cut into random batches, merged concurrently (four tables at
 a time, each in a session of its own), with a replayed batch and late duplicates: every table equals
-the source, and no table commits a batch twice."""
+the source, no table commits a batch twice, and a table's first merge (which made it) is insert-only."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
 from cdc_delta.stream.batch import BatchProcessor
-from tests.delta_rows import landings_per_commit
+from tests.delta_rows import landings_per_commit, merges_matching
 
 pytestmark = pytest.mark.spark
 
@@ -73,5 +73,7 @@ def test_many_tables_merged_concurrently_equal_the_source(spark: Any, delivered:
                 assert (rows[key]["amount"], rows[key]["status"]) == (expected["amount"], expected["status"])
             ids = landings_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.table}: {ids}"
+            # The first merge made the table, so it inserted (no scan for matches); every later one matched.
+            assert merges_matching(spark, path) == [False] + [True] * (len(ids) - 1), table.table
     finally:
         shutil.rmtree(root, ignore_errors=True)
