@@ -132,12 +132,15 @@ def _image(text: str) -> ImageSchema | None:
 def _left_to_reference(rows: DataFrame, plan: DecodePlan, refs: list[str], texts: Mapping[str, str]) -> DataFrame:
     """``rows`` decoded by the reference from their records rebuilt: ``{"schema":<schema>,"payload":<payload>}``,
     the bytes the JsonConverter wrote (the ingest lands only records so written). The table they landed
-    for is kept (a dead one's dead letter is that table's)."""
+    for is kept (a dead one's dead letter is that table's). A row whose schema ref is not among ``refs``
+    fails the query, naming the ref: it is never dropped."""
     spark = rows.sparkSession
     schemas = spark.createDataFrame([(ref, texts[ref]) for ref in refs], f"{_REF} string, {_CONNECT} string")
-    value = F.concat(F.lit('{"schema":'), F.col(_CONNECT), F.lit(',"payload":'), field("payload"), F.lit("}"))
+    unknown = F.raise_error(F.concat(F.lit("a landed change's Connect schema ref is not known: "), field("schema_ref")))
+    connect = F.when(F.col(_REF).isNull(), unknown).otherwise(F.col(_CONNECT))
+    value = F.concat(F.lit('{"schema":'), connect, F.lit(',"payload":'), field("payload"), F.lit("}"))
     columns = rows.columns
-    records = rows.join(F.broadcast(schemas), field("schema_ref") == F.col(_REF)).select(
+    records = rows.join(F.broadcast(schemas), field("schema_ref") == F.col(_REF), "left").select(
         *[value.cast("binary").alias(c) if c == "value" else c for c in columns], field("table").alias(_LANDED_TABLE)
     )
     decoded = python_decoded(records, plan)

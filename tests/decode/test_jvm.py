@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from cdc_delta.decode.batch import decode_batch
+from cdc_delta.decode.canonical import made_canonical
+from cdc_delta.decode.images import schema_ref
+from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from tests.decode.decoding import (
     COMPACT,
@@ -325,3 +329,23 @@ def test_schemas_whose_images_are_left_to_the_reference(spark: Any) -> None:
     plan = plan_for(EDGE_PLAN)
     assert_same(decoded_both_ways(spark, records, plan))
     assert fast_share(spark, records, plan) == 0.0
+
+
+def test_a_change_whose_schema_ref_is_not_among_the_pairs_fails_the_query(spark: Any) -> None:
+    """The rows left to the reference are joined with their Connect schemas' texts by schema ref: a row
+    whose ref is not among the pairs given (never, as the merger reads them: the pairs come from the same
+    rows) fails the query, naming the ref, rather than vanish from the join."""
+    schemas: dict[int, Any] = {}
+    plan = plan_for(EDGE_PLAN)
+    batch = decode_batch(kafka_frame(spark, [("srv.db.edge", 0, 0, b"k", edge_value(0))]), plan, schemas)
+    try:
+        texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
+        assert texts, "the record's schema was read at ingest"
+        made = made_canonical(batch.frame, plan, [], texts)
+        try:
+            with pytest.raises(Exception, match="Connect schema ref is not known: " + next(iter(texts))):
+                made.frame.collect()
+        finally:
+            made.release()
+    finally:
+        batch.release()
