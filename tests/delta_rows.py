@@ -49,24 +49,25 @@ def canonical_rows(df: DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
     return [f.name for f in business], sorted(rows, key=repr)
 
 
+def _merge_commits(spark: SparkSession, path: str) -> list[Any]:
+    """The table's MERGE commits (history rows), oldest first."""
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version").collect()
+
+
 def landings_per_commit(spark: SparkSession, path: str) -> list[int]:
     """The landing each MERGE commit of the table merged through, oldest first (every landing is merged
     once: the list strictly grows)."""
     import json
 
-    from delta.tables import DeltaTable
-
-    history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
-    return [json.loads(r["userMetadata"])["land_seq"] for r in history.select("userMetadata").collect()]
+    return [json.loads(r["userMetadata"])["land_seq"] for r in _merge_commits(spark, path)]
 
 
 def merges_matching(spark: SparkSession, path: str) -> list[bool]:
     """Whether each MERGE commit of the table, oldest first, had a clause for rows it matched (False: an
     insert-only MERGE, as into a table that holds no row yet)."""
-    from delta.tables import DeltaTable
-
-    history = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").orderBy("version")
-    return [r["operationParameters"]["matchedPredicates"] != "[]" for r in history.collect()]
+    return [r["operationParameters"]["matchedPredicates"] != "[]" for r in _merge_commits(spark, path)]
 
 
 def arrow_rows(location: str) -> list[dict[str, Any]]:
