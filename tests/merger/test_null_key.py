@@ -1,7 +1,7 @@
 """A change whose key column is null would never match a row (``t.k = s.k`` is never true for null) and
 be inserted again at every merge: the MERGE refuses it, so the table stops with the reason (a key that a
-connector's ``message.key.columns`` names over a nullable column). Checked as the MERGE reads its source,
-by both of its forms: the guarded MERGE into a table with rows, the insert-only one into a new table."""
+connector's ``message.key.columns`` names over a nullable column). Refused before either form of the
+MERGE writes: the guarded one into a table with rows, the insert-only one into a new table."""
 
 from __future__ import annotations
 
