@@ -19,17 +19,19 @@ pytestmark = pytest.mark.spark
 SCHEMA = "id int, v string, _cdc_seq int"
 
 
-def _merge_with_far_files_gone(spark: Any, tmp_path: Path, files: int) -> list[tuple[Any, ...]]:
-    """A table of ``files`` files of 100 keys each, in key order, whose files past the first are deleted
-    from disk; a MERGE of a newer change of key 5 and an equally old one of key 50 (both in the first
-    file); the rows of keys 5 and 50 after it, read from the first file."""
-    path = str(tmp_path / f"t{files}")
-    for f in range(files):
+FILES = 8
+
+
+def test_a_table_of_many_files_is_read_only_where_the_source_keys_are(spark: Any, tmp_path: Path) -> None:
+    """A table of 8 files of 100 keys each, in key order, whose files past the first are deleted from disk;
+    a MERGE of a newer change of key 5 and an equally old one of key 50 (both in the first file)."""
+    path = str(tmp_path / "t")
+    for f in range(FILES):
         rows = [(f * 100 + i, "a", 1) for i in range(100)]
         spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("delta").mode("append").save(path)
     located = spark.read.format("delta").load(path).select("id", F.col("_metadata.file_path").alias("file"))
     far = located.groupBy("file").agg(F.min("id").alias("lo")).where("lo >= 100").collect()
-    assert len(far) == files - 1
+    assert len(far) == FILES - 1
     for row in far:
         Path(row["file"].removeprefix("file:")).unlink()
     changes = spark.createDataFrame([(5, "b", 2), (50, "c", 1)], SCHEMA)
@@ -39,9 +41,4 @@ def _merge_with_far_files_gone(spark: Any, tmp_path: Path, files: int) -> list[t
         got = spark.read.format("delta").load(path).where("id in (5, 50)").orderBy("id").collect()
     finally:
         shutil.rmtree(path)  # files gone: no table for the run's sweep to read (tests/conftest.py)
-    return [tuple(r) for r in got]
-
-
-def test_a_table_of_many_files_is_read_only_where_the_source_keys_are(spark: Any, tmp_path: Path) -> None:
-    got = _merge_with_far_files_gone(spark, tmp_path, 8)
-    assert got == [(5, "b", 2), (50, "a", 1)]  # 50: not newer, changes nothing
+    assert [tuple(r) for r in got] == [(5, "b", 2), (50, "a", 1)]  # 50: not newer, changes nothing
