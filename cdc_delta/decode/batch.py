@@ -57,22 +57,25 @@ def with_values(rows: DataFrame, raw: DataFrame, broadcast: bool = True) -> Data
 
 
 def decode_batch(
-    batch: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+    batch: DataFrame,
+    plan: DecodePlan,
+    schemas: dict[int, ImageSchema | None] | None = None,
+    met: set[int] | None = None,
 ) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
     parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
-    envelopes parsed once (checkpointed locally while decoding, without the values); the probe reads
-    its distinct schemas; one pass decodes it into a local checkpoint; the records the JVM leaves to the
-    reference decoder (few, usually none) are read again with their values, decoded by it and cached
-    beside. ``schemas`` keeps the Connect schemas read, by id, from one batch to the next (see
-    :func:`~.jvm.probe`)."""
+    envelopes parsed once (checkpointed locally while decoding, without the values but for the schemas
+    not met before); the probe reads its distinct schemas; one pass decodes it into a local checkpoint;
+    the records the JVM leaves to the reference decoder (few, usually none) are read again with their
+    values, decoded by it and cached beside. ``schemas`` keeps the Connect schemas read, by id, and
+    ``met`` every schema id seen, from one batch to the next (see :func:`~.jvm.probe`)."""
     spark = batch.sparkSession
     raw = batch.coalesce(spark.sparkContext.defaultParallelism)
     # Read from Kafka and parsed once, held as rows: a cache (persist) would build compressed columns,
     # which took a third longer over the batch of one table (200k records: 9.6 s against 7.1 s).
-    env = envelopes(raw).localCheckpoint(eager=True)
+    env = envelopes(raw, {*(schemas or {}), *(met or ())}).localCheckpoint(eager=True)
     try:
-        landable = probe(raw, env, plan, schemas)
+        landable = probe(raw, env, plan, schemas, met)
         candidates = fast_decoded(env, landable).localCheckpoint(eager=True)
     finally:
         local_checkpoint.release(env)
@@ -85,14 +88,16 @@ def decode_batch(
 
 
 class JsonDecoder:
-    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, from batch to batch."""
+    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, and the ids met, from
+    batch to batch."""
 
     def __init__(self, plan: DecodePlan) -> None:
         self.plan = plan
         self.schemas: dict[int, ImageSchema | None] = {}
+        self.met: set[int] = set()
 
     def __call__(self, batch: DataFrame) -> DecodedBatch:
-        return decode_batch(batch, self.plan, self.schemas)
+        return decode_batch(batch, self.plan, self.schemas, self.met)
 
     def connect_schemas(self) -> dict[str, str]:
         """The Connect schemas read so far whose images land as Debezium wrote them, by reference

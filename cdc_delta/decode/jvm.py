@@ -31,6 +31,7 @@ decoder refuses is dead-lettered with the reason, never dropped.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -45,6 +46,7 @@ ENV = "_env"
 SCHEMA_ID = "_schema_id"
 TOMBSTONE_FLAG = "_tombstone"
 PAYLOAD_TEXT = "_payload"
+SCHEMA_TEXT = "_schema_text"
 FAST = "_fast"
 KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
@@ -114,24 +116,37 @@ def _read(field: str) -> Column:
     return F.col(_READ).getField(field)
 
 
-def envelopes(batch: DataFrame) -> DataFrame:
+def envelopes(batch: DataFrame, met: Collection[int] = ()) -> DataFrame:
     """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
     what the fast path needs of the value: whether it is null (a tombstone), and the payload's text
     (none where it is not valid UTF-8: Spark's cast would replace bad bytes, the reference refuses them;
     the head is checked once per schema, by :func:`probe`; the key between them and the closing brace
-    are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept: the
-    schemas' texts (:func:`probe`) and the records the reference decoder takes
-    (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
+    are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept, but for a record
+    whose schema id is not among ``met`` (the ids the stream's earlier batches held), whose
+    :data:`SCHEMA_TEXT` is kept for :func:`probe`: a new schema is read in this pass, not by reading the
+    batch again from Kafka (every topic-partition of it, for one schema). The records the reference
+    decoder takes (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
 
     Only a shaped record is read (:func:`_with_read`), in one pass over its bytes; any other record
     has no payload here and goes to the reference decoder (its image could not be landed as written)."""
+    # One SQL expression, not a literal Column each: a thousand ids would be a thousand calls into the JVM.
+    new = F.expr(f"{_READ}.schema_id NOT IN ({', '.join(map(str, sorted(met)))})") if met else F.lit(True)
     return _with_read(batch).select(
         *KAFKA_KEPT,
         F.struct(_read("payload").alias("payload")).alias(ENV),
         _read("schema_id").alias(SCHEMA_ID),
         F.col("value").isNull().alias(TOMBSTONE_FLAG),
         _read("payload_text").alias(PAYLOAD_TEXT),
+        F.when(new, F.struct(_schema_text().alias("text"))).alias(SCHEMA_TEXT),
     )
+
+
+def _schema_text() -> Column:
+    """The text of a shaped record's Connect schema, from its value (:func:`_with_read`); None where it is
+    not valid UTF-8 (the fast path checks only the payload of a record: its events go to the reference
+    decoder, which refuses them)."""
+    head = F.substring("value", len(_HEAD) + 1, _read("head_bytes") - len(_HEAD)).cast("string")
+    return F.when(F.is_valid_utf8(head), head)
 
 
 Landable = dict[tuple[str, int], str]
@@ -144,26 +159,36 @@ def route_key(topic: str, db: str | None, tbl: str | None) -> str:
 
 
 def probe(
-    batch: DataFrame, env: DataFrame, plan: DecodePlan, schemas: dict[int, ImageSchema | None] | None = None
+    batch: DataFrame,
+    env: DataFrame,
+    plan: DecodePlan,
+    schemas: dict[int, ImageSchema | None] | None = None,
+    met: set[int] | None = None,
 ) -> Landable:
     """A small job over the parsed batch (``env``, the :func:`envelopes` of ``batch``), its distinct
-    (topic, db, table, schema id), each triple routed; and, where some are new, another job that reads
-    the text of each schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept
-    by the caller across batches and filled here) from one record of ``batch``."""
+    (topic, db, table, schema id), each triple routed, with the text of each schema the first pass kept;
+    each routed schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept by the
+    caller across batches and filled here) is read from that text, or, where the first pass kept none
+    (its id was in ``met`` but not in ``schemas``: met before on records no table routes), by another
+    job from one record of ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
         .groupBy(
             "topic", F.col(f"{payload}.source.db").alias("db"), F.col(f"{payload}.source.table").alias("tbl"), SCHEMA_ID
         )
-        .agg(F.min(F.struct("partition", "offset")).alias("at"))
+        .agg(F.min(F.struct("partition", "offset")).alias("at"), F.first(SCHEMA_TEXT, ignorenulls=True).alias("head"))
         .collect()
     )
     known = {} if schemas is None else schemas
     routed = [(r, plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
     new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
-    wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new}
-    known.update((schema_id, read_schema(text)) for schema_id, text in _schema_texts(batch, wanted).items())
+    texts = {r[SCHEMA_ID]: r["head"]["text"] for r in new if r["head"] is not None}
+    wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new if r[SCHEMA_ID] not in texts}
+    texts.update(_schema_texts(batch, wanted))
+    known.update((schema_id, read_schema(text)) for schema_id, text in texts.items())
+    if met is not None:
+        met.update(r[SCHEMA_ID] for r in rows)
     return {
         (route_key(r["topic"], r["db"], r["tbl"]), r[SCHEMA_ID]): table
         for r, table in routed
@@ -172,16 +197,15 @@ def probe(
 
 
 def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
-    """Schema id -> the schema's text, read from the given shaped records (topic, partition, offset); None
-    where its head is not valid UTF-8 (the fast path checks only the payload of a record: its events go
-    to the reference decoder, which refuses them)."""
+    """Schema id -> the schema's text (:func:`_schema_text`), read again from the given shaped records
+    (topic, partition, offset) of ``batch``."""
     if not records:
         return {}
     at = F.concat_ws("\u0000", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
     wanted = ["\u0000".join((t, str(p), str(o))) for t, p, o in sorted(records)]
-    head = F.substring("value", len(_HEAD) + 1, _read("head_bytes") - len(_HEAD)).cast("string")
-    schema = F.when(F.is_valid_utf8(head), head)
-    found = _with_read(batch.where(at.isin(wanted))).select(_read("schema_id").alias(SCHEMA_ID), schema.alias("schema"))
+    found = _with_read(batch.where(at.isin(wanted))).select(
+        _read("schema_id").alias(SCHEMA_ID), _schema_text().alias("schema")
+    )
     return {r[SCHEMA_ID]: r["schema"] for r in found.collect()}
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.canonical import made_canonical
 from cdc_delta.decode.images import schema_ref
+from cdc_delta.decode.jvm import SCHEMA_TEXT, envelopes, probe
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from tests.decode.decoding import (
@@ -99,6 +101,27 @@ def test_schemas_read_once_are_kept_across_batches(spark: Any) -> None:
     refused = dict.fromkeys(schemas)
     assert_same(decoded_both_ways(spark, later, plan, refused))
     assert fast_share(spark, later, plan, refused) == 0.0
+
+
+def test_a_new_schema_is_read_in_the_first_pass_and_a_schema_met_before_is_not_kept(spark: Any) -> None:
+    """The first pass keeps the text of a schema not met before, so that the probe reads it without
+    reading the batch again (given an empty batch to read it again from, it still knows the schema);
+    the records of a schema met before keep none; a schema met before but never read (met on records no
+    table routed) is read again from the batch, one record of it."""
+    plan = plan_for(EDGE_PLAN)
+    frame = kafka_frame(spark, [("srv.db.edge", 0, i, b"k", edge_value(i)) for i in range(3)])
+    nothing = frame.limit(0)
+    schemas: dict[int, Any] = {}
+    met: set[int] = set()
+    env = envelopes(frame)
+    assert env.where(F.col(SCHEMA_TEXT).isNotNull()).count() == 3
+    landable = probe(nothing, env, plan, schemas, met)
+    assert len(landable) == 1 and met == set(schemas) and all(schemas.values())
+    assert envelopes(frame, met).where(F.col(SCHEMA_TEXT).isNotNull()).count() == 0
+    unread: dict[int, Any] = {}
+    assert probe(nothing, envelopes(frame, met), plan, unread, met) == {} == unread
+    assert probe(frame, envelopes(frame, met), plan, unread, met) == landable
+    assert {i: s.text for i, s in unread.items()} == {i: s.text for i, s in schemas.items()}
 
 
 @pytest.mark.parametrize(
@@ -215,8 +238,6 @@ def test_a_date_the_reference_reads_as_utc_midnight(spark: Any) -> None:
 def test_tables_of_one_shape_share_expressions_and_each_keeps_its_own_key(spark: Any) -> None:
     """Tables whose images have one shape (shards, generated estates) are decoded by one set of
     expressions; a table of that shape with another key is checked by its own key."""
-    from cdc_delta.decode.jvm import envelopes, probe
-    from cdc_delta.demo.batches import kafka_frame
     from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, topic_of
 
     same = [SourceTable("db", f"t{i}", ORDER_COLUMNS) for i in range(3)]
