@@ -120,12 +120,13 @@ def envelopes(batch: DataFrame, met: Collection[int] = ()) -> DataFrame:
     """The Kafka columns but the value, the parsed envelope's payload, the id of its Connect schema, and
     what the fast path needs of the value: whether it is null (a tombstone), and the payload's text
     (none where it is not valid UTF-8: Spark's cast would replace bad bytes, the reference refuses them;
-    the head is checked once per schema, by :func:`probe`; the key between them and the closing brace
-    are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept: only a record whose
-    schema id is not among ``met`` (the ids the stream's earlier batches held) keeps its schema's text
-    (:data:`SCHEMA_TEXT`) for :func:`probe`, so that a new schema is read in this pass, not by reading the
-    batch again from Kafka (every topic-partition of it, for one schema). The records the reference
-    decoder takes (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
+    the head is checked where its schema's text is taken, :func:`_schema_text`; the key between them and
+    the closing brace are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept:
+    only a record whose schema id is not among ``met`` (the ids of schemas already read or met, which
+    :func:`~.batch.decode_batch` keeps from batch to batch) keeps its schema's text (:data:`SCHEMA_TEXT`)
+    for :func:`probe`, so that a new schema is read in this pass, not by reading the batch again from
+    Kafka (every topic-partition of it, for one schema). The records the reference decoder takes
+    (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
 
     Only a shaped record is read (:func:`_with_read`), in one pass over its bytes; any other record
     has no payload here and goes to the reference decoder (its image could not be landed as written)."""
