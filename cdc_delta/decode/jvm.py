@@ -131,7 +131,9 @@ def envelopes(batch: DataFrame, met: Collection[int] = ()) -> DataFrame:
     Only a shaped record is read (:func:`_with_read`), in one pass over its bytes; any other record
     has no payload here and goes to the reference decoder (its image could not be landed as written)."""
     # One SQL expression, not a literal Column each: a thousand ids would be a thousand calls into the JVM.
-    new = F.expr(f"{_READ}.schema_id NOT IN ({', '.join(map(str, sorted(met)))})") if met else F.lit(True)
+    # A record with no schema id (a tombstone, a record not shaped) keeps nothing: NOT IN gives it null.
+    ids = ", ".join(map(str, sorted(met)))
+    new = F.expr(f"{_READ}.schema_id NOT IN ({ids})") if met else _read("schema_id").isNotNull()
     return _with_read(batch).select(
         *KAFKA_KEPT,
         F.struct(_read("payload").alias("payload")).alias(ENV),
