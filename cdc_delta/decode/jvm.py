@@ -68,7 +68,9 @@ READER_CLASS = "io.cdcdelta.decode.EnvelopeReader"
 """The envelope reader, cdc-delta's own JVM code (``jvm/decoder``, built into the Spark jars by
 ``scripts/fetch-jars.sh``)."""
 READER = "cdc_delta_read_envelope"
-READ_TYPE = f"head_bytes INT, schema_id BIGINT, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
+READ_TYPE = (
+    f"head_bytes INT, schema_id BIGINT, first_of_schema BOOLEAN, payload_text STRING, payload STRUCT<{_PAYLOAD}>"
+)
 """What :data:`READER_CLASS` returns of a shaped record (its Javadoc says what each field holds); NULL
 for any other."""
 
@@ -122,18 +124,22 @@ def envelopes(batch: DataFrame, met: Collection[int] = ()) -> DataFrame:
     (none where it is not valid UTF-8: Spark's cast would replace bad bytes, the reference refuses them;
     the head is checked where its schema's text is taken, :func:`_schema_text`; the key between them and
     the closing brace are ASCII). The value itself (kilobytes a record, mostly the schema) is not kept:
-    only a record whose schema id is not among ``met`` (the ids of schemas already read or met, which
-    :func:`~.batch.decode_batch` keeps from batch to batch) keeps its schema's text (:data:`SCHEMA_TEXT`)
-    for :func:`probe`, so that a new schema is read in this pass, not by reading the batch again from
-    Kafka (every topic-partition of it, for one schema). The records the reference decoder takes
-    (:func:`~.batch.decode_batch`) are read again from the batch, where there are any.
+    the first record of a schema id in each task (the reader's ``first_of_schema``) whose id is not among
+    ``met`` (the ids of schemas already read or met, which :func:`~.batch.decode_batch` keeps from batch
+    to batch) keeps its schema's text (:data:`SCHEMA_TEXT`) for :func:`probe`, so that a new schema is
+    read in this pass, not by reading the batch again from Kafka (every topic-partition of it, for one
+    schema), and a process's first batch keeps a text per schema and task, not per record. The flag
+    holds only where each record is read once in its task: the caller checkpoints this pass. The records
+    the reference decoder takes (:func:`~.batch.decode_batch`) are read again from the batch, where there
+    are any.
 
     Only a shaped record is read (:func:`_with_read`), in one pass over its bytes; any other record
     has no payload here and goes to the reference decoder (its image could not be landed as written)."""
     # One SQL expression, not a literal Column each: a thousand ids would be a thousand calls into the JVM.
-    # A record with no schema id (a tombstone, a record not shaped) keeps nothing: NOT IN gives it null.
+    # A record with no schema id (a tombstone, a record not shaped) keeps nothing: its flag is null.
     ids = ", ".join(map(str, sorted(met)))
-    new = F.expr(f"{_READ}.schema_id NOT IN ({ids})") if met else _read("schema_id").isNotNull()
+    first = _read("first_of_schema")
+    new = first & F.expr(f"{_READ}.schema_id NOT IN ({ids})") if met else first
     return _with_read(batch).select(
         *KAFKA_KEPT,
         F.struct(_read("payload").alias("payload")).alias(ENV),
@@ -172,8 +178,9 @@ def probe(
     (topic, db, table, schema id), each triple routed, with the text of each schema the first pass kept;
     each routed schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept by the
     caller across batches and filled here) is read from that text, or, where the first pass kept none
-    (its id was in ``met`` but not in ``schemas``: met before on records no table routes), by another
-    job from one record of ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
+    (its id was in ``met`` but not in ``schemas``: met before on records no table routes; or its
+    reader's flag was lost to a record read twice in a task), by another job from one record of
+    ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
