@@ -106,6 +106,7 @@ def sweep_delta_tables(spark: object, root: Path) -> str:
 
     from tests.delta_rows import spark_and_delta_rs_rows
 
+    started = time.monotonic()
     paths = sorted({log.parent for log in root.rglob("_delta_log") if list(log.glob("*.json"))})
 
     def compare(path: Path) -> str | None:
@@ -130,5 +131,5 @@ def sweep_delta_tables(spark: object, root: Path) -> str:
     assert not differ, "tables delta-rs reads differently from Spark:\n" + "\n".join(differ)
     return (
         f"delta-rs sweep: {len(paths) - len(opt_in)} Delta tables of this run read alike by Spark and delta-rs "
-        f"({len(opt_in)} with the typeWidening opt-in left out)"
+        f"({len(opt_in)} with the typeWidening opt-in left out) in {time.monotonic() - started:.0f} s"
     )
