@@ -65,7 +65,7 @@ def decode_batch(
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
     parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
     envelopes parsed once (checkpointed locally while decoding, without the values, but with the schema's
-    text for the records of schemas not met before); the probe reads its distinct schemas; one pass
+    text of one record a task of each schema not met before); the probe reads its distinct schemas; one pass
     decodes it into a local checkpoint; the records the JVM leaves to the reference decoder (few, usually
     none) are read again with their values, decoded by it and cached beside. ``schemas`` keeps the
     Connect schemas read, by id, and ``met`` every schema id seen, from one batch to the next (see

@@ -178,9 +178,9 @@ def probe(
     (topic, db, table, schema id), each triple routed, with the text of each schema the first pass kept;
     each routed schema not in ``schemas`` (schema id -> what :func:`read_schema` made of it, kept by the
     caller across batches and filled here) is read from that text, or, where the first pass kept none
-    (its id was in ``met`` but not in ``schemas``: met before on records no table routes; or its
-    reader's flag was lost to a record read twice in a task), by another job from one record of
-    ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
+    (its id was in ``met`` but not in ``schemas``: met before on records no table routes; or, in its
+    task, the flagged record went to a source table no table routes, or the reader's flag fell on a call
+    whose result Spark threw away), by another job from one record of ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())

@@ -112,7 +112,9 @@ def test_a_new_schema_is_read_in_the_first_pass_and_a_schema_met_before_is_not_k
     plan = plan_for(EDGE_PLAN)
     frame = kafka_frame(spark, [("srv.db.edge", 0, i, b"k", edge_value(i)) for i in range(3)])
     nothing = frame.limit(0)
-    env = envelopes(frame.coalesce(1)).localCheckpoint()  # one task, read once (as decode_batch does)
+    # One task (over two, each would keep a text), each record read once (checkpointed, as decode_batch
+    # does).
+    env = envelopes(frame.coalesce(1)).localCheckpoint()
     assert env.where(F.col(SCHEMA_TEXT).isNotNull()).count() == 1
     schemas: dict[int, Any] = {}
     met: set[int] = set()
@@ -123,6 +125,20 @@ def test_a_new_schema_is_read_in_the_first_pass_and_a_schema_met_before_is_not_k
     assert probe(nothing, envelopes(frame, met), plan, unread, met) == {} == unread
     assert probe(frame, envelopes(frame, met), plan, unread, met) == landable
     assert {i: s.text for i, s in unread.items()} == {i: s.text for i, s in schemas.items()}
+
+
+def test_a_schema_is_kept_from_its_first_record_with_a_payload(spark: Any) -> None:
+    """A task's first record of a schema whose payload the reader refuses (left to the reference decoder,
+    and to no table in the probe) does not take the schema's one kept text from the records after it."""
+    plan = plan_for(EDGE_PLAN)
+    refused = edge_value(0)[:-1] + b" x}"  # shaped, but not one JSON object after the payload key
+    records: list[Record] = [("srv.db.edge", 0, 0, b"k", refused)]
+    records += [("srv.db.edge", 0, i, b"k", edge_value(i)) for i in (1, 2)]
+    frame = kafka_frame(spark, records)
+    env = envelopes(frame.coalesce(1)).localCheckpoint()
+    kept = env.where(F.col(SCHEMA_TEXT).isNotNull()).select("offset").collect()
+    assert [r["offset"] for r in kept] == [1]
+    assert len(probe(frame.limit(0), env, plan, {}, set())) == 1
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * record that is not shaped.
  *
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
- * {@code first_of_schema} (whether it is the first record of its schema id this reader read in its task,
- * {@link #firstInTask}), {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
+ * {@code first_of_schema} (whether it is the first record with a payload of its schema id this reader
+ * read in its task, {@link #firstInTask}), {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
  * {@code source} (db and table, as text) and {@code position} (the ordering key's source fields, see
  * {@link #position}), null where the reader does not read it exactly. The images ({@code before},
  * {@code after}) must be objects, and are read where they are made canonical ({@link CanonicalImage}).
@@ -62,8 +62,9 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   static final JsonFactory JSON =
       JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
-  /** The task attempt whose schema ids {@link #seen} holds (a reader is deserialized for each task). */
-  private transient long task = -1;
+  /** The task attempt whose schema ids {@link #seen} holds, where {@code seen} is not null (a reader is
+   * deserialized for each task; transient fields start at zero and null). */
+  private transient long task;
   private transient Set<Long> seen;
 
   @Override
@@ -73,26 +74,27 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       return null;
     }
     long schemaId = XXH64.hashUnsafeBytes(value, Platform.BYTE_ARRAY_OFFSET, head, XXHASH64_SEED);
-    boolean first = firstInTask(schemaId);
     int from = head + PAYLOAD_KEY.length;
     int to = value.length - 1;
     if (!UTF8String.fromBytes(value, from, to - from).isValid()) {
-      return RowFactory.create(head, schemaId, first, null, null);
+      return RowFactory.create(head, schemaId, false, null, null);
     }
     byte[] text = Arrays.copyOfRange(value, from, to);
     Row payload = payload(text);
     if (payload == null) {
-      return RowFactory.create(head, schemaId, first, null, null);
+      return RowFactory.create(head, schemaId, false, null, null);
     }
+    boolean first = firstInTask(schemaId);
     return RowFactory.create(head, schemaId, first, new String(text, StandardCharsets.UTF_8), payload);
   }
 
   /**
    * Whether no earlier record of the current task had this schema id: so that a batch keeps a schema's
    * text once a task, not once a record (the caller keeps it only for a schema it has not read). True for
-   * every record read outside a task (on the driver, a small local relation). A record read again (a
-   * stage run twice in one task attempt) may be flagged on neither reading: the caller then reads the
-   * schema again from the batch.
+   * every record read outside a task (on the driver, a small local relation). Where the plan calls this
+   * function twice on a record in one task (a filter pushed below the projection that calls it, say), the
+   * flag may fall on the call whose result is thrown away: the caller then reads the schema again from
+   * the batch.
    */
   private synchronized boolean firstInTask(long schemaId) {
     TaskContext context = TaskContext.get();
