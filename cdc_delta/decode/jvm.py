@@ -180,7 +180,8 @@ def probe(
     caller across batches and filled here) is read from that text, or, where the first pass kept none
     (its id was in ``met`` but not in ``schemas``: met before on records no table routes; or, in its
     task, the flagged record went to a source table no table routes, or the reader's flag fell on a call
-    whose result Spark threw away), by another job from one record of ``batch``. ``met``, kept by the caller too, gains every schema id seen."""
+    whose result Spark threw away), by another job from one record of ``batch``. ``met``, kept by the
+    caller too, gains every schema id seen."""
     payload = f"{ENV}.payload"
     rows = (
         env.where(F.col(payload).isNotNull())
