@@ -39,12 +39,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * record that is not shaped.
  *
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
- * {@code first_of_schema} (whether it is the first record with a payload of its schema id this reader
- * read in its task, {@link #firstInTask}), {@code payload_text} (null where the payload is not valid UTF-8), and {@code payload}: {@code op},
- * {@code source} (db and table, as text) and {@code position} (the ordering key's source fields, see
- * {@link #position}), null where the reader does not read it exactly. The images ({@code before},
- * {@code after}) must be objects, and are read where they are made canonical ({@link CanonicalImage}).
- * Null for any other record and for a null value (a tombstone).
+ * {@code first_of_schema} (whether it is the first record of its schema id with a payload that this
+ * reader read in its task, {@link #firstInTask}), {@code payload_text} (null where the payload is not
+ * valid UTF-8), and {@code payload}: {@code op}, {@code source} (db and table, as text) and
+ * {@code position} (the ordering key's source fields, see {@link #position}), null where the reader does
+ * not read it exactly. The images ({@code before}, {@code after}) must be objects, and are read where
+ * they are made canonical ({@link CanonicalImage}). Null for any other record and for a null value (a
+ * tombstone).
  */
 public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
