@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
+from cdc_delta.decode import jvm
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.canonical import made_canonical
 from cdc_delta.decode.images import schema_ref
@@ -139,6 +140,31 @@ def test_a_schema_is_kept_from_its_first_record_with_a_payload(spark: Any) -> No
     kept = env.where(F.col(SCHEMA_TEXT).isNotNull()).select("offset").collect()
     assert [r["offset"] for r in kept] == [1]
     assert len(probe(frame.limit(0), env, plan, {}, set())) == 1
+
+
+def test_a_batch_reads_its_new_schemas_in_its_first_pass(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``decode_batch`` over a real connector's records (its table's three schemas, two ALTERs apart, and
+    Debezium's own records), in two partitions (two tasks): every schema of the batch is read from its
+    first pass, none by reading the batch again, so the first pass is read once before its checkpoint (a
+    second reading would lose its flags, and each schema would cost another read of the whole batch
+    from Kafka)."""
+    lines = [json.loads(line) for line in CAPTURE.read_text(encoding="utf-8").splitlines()]
+    records: list[Record] = [
+        (r["topic"], i % 2, i, None, None if r["value"] is None else r["value"].encode()) for i, r in enumerate(lines)
+    ]
+    plan = plan_for([{"name": "e2e.wide", "topics": ["cap.e2e.wide"], "key": ["id"]}])
+    heads = {r["value"].split(',"payload":')[0] for r in lines if r["topic"] == "cap.e2e.wide" and r["value"]}
+    read_again: list[set[tuple[str, int, int]]] = []
+    reread = jvm._schema_texts
+
+    def spied(batch: Any, wanted: set[tuple[str, int, int]]) -> dict[int, str | None]:
+        read_again.append(set(wanted))
+        return reread(batch, wanted)
+
+    monkeypatch.setattr(jvm, "_schema_texts", spied)
+    schemas: dict[int, Any] = {}
+    decode_batch(kafka_frame(spark, records), plan, schemas, set()).release()
+    assert read_again == [set()] and len(schemas) == len(heads) == 3
 
 
 @pytest.mark.parametrize(
