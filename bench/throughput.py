@@ -177,11 +177,13 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         collect_stats(decoded)
         decoded.unpersist()
 
-    schemas: dict[int, Any] = {}  # kept from run to run, as the stream keeps them from batch to batch
+    # Kept from run to run, as the stream keeps them from batch to batch.
+    schemas: dict[int, Any] = {}
+    landable: dict[Any, str] = {}
 
     def jvm() -> None:
         # Both halves of the JVM path: decoded at ingest, made canonical where the changes are read.
-        batch = decode_batch(records, plan, schemas)
+        batch = decode_batch(records, plan, schemas, landable=landable)
         texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
         made = canonical_frame(batch.frame, plan, texts)
         collect_stats(made.frame)
@@ -189,7 +191,7 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
         batch.release()
 
     def ingest_half() -> None:
-        batch = decode_batch(records, plan, schemas)
+        batch = decode_batch(records, plan, schemas, landable=landable)
         collect_stats(batch.frame)
         batch.release()
 

@@ -18,7 +18,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.decode.avro import decode_avro_batch
 from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS
 from cdc_delta.decode.images import ImageSchema, schema_ref
-from cdc_delta.decode.jvm import FAST, envelopes, fast_decoded, probe
+from cdc_delta.decode.jvm import ENV_COLUMNS, FAST, Landable, envelopes, fast_decoded, probe
 from cdc_delta.decode.reference import python_decoded
 from cdc_delta.decode.registry import AvroSchemas
 from cdc_delta.events.envelope import DecodePlan
@@ -61,25 +61,31 @@ def decode_batch(
     plan: DecodePlan,
     schemas: dict[int, ImageSchema | None] | None = None,
     met: set[int] | None = None,
+    landable: Landable | None = None,
 ) -> DecodedBatch:
     """Decode ``batch`` (the Kafka source's columns). The batch is first coalesced to the cluster's
-    parallelism, so that no job of the batch runs one small task per Kafka partition, read once and its
-    envelopes parsed once (checkpointed locally while decoding, without the values, but with the schema's
-    text of one record a task of each schema not met before); the probe reads its distinct schemas; one pass
-    decodes it into a local checkpoint; the records the JVM leaves to the reference decoder (few, usually
-    none) are read again with their values, decoded by it and cached beside. ``schemas`` keeps the
-    Connect schemas read, by id, and ``met`` every schema id seen, from one batch to the next (see
-    :func:`~.jvm.probe`)."""
+    parallelism, so that no job of the batch runs one small task per Kafka partition, read once, its
+    envelopes parsed once and decoded in the same pass, into a local checkpoint, where their (source
+    table, schema) pair is among ``landable``, the pairs landed before; the records left keep their
+    parsed envelope (without the value, but with the schema's text of one record a task of each schema
+    not met before). The probe reads the distinct schemas of those; where it finds pairs to land, the
+    records left are decoded again with them, into another checkpoint. The records the JVM leaves to the
+    reference decoder (few, usually none) are read again with their values, decoded by it and cached
+    beside. ``schemas`` keeps the Connect schemas read, by id, ``met`` the schema ids met on records left
+    (see :func:`~.jvm.probe`), and ``landable`` the pairs landed, from one batch to the next: in the steady
+    state (no new source table, no new schema) the batch is read once."""
     spark = batch.sparkSession
     raw = batch.coalesce(spark.sparkContext.defaultParallelism)
+    known: Landable = {} if landable is None else landable
     # Read from Kafka and parsed once, held as rows: a cache (persist) would build compressed columns,
     # which took a third longer over the batch of one table (200k records: 9.6 s against 7.1 s).
-    env = envelopes(raw, {*(schemas or {}), *(met or ())}).localCheckpoint(eager=True)
+    env = envelopes(raw, {*(schemas or {}), *(met or ())})
+    first = fast_decoded(env, known, keep_left=True).localCheckpoint(eager=True)
     try:
-        landable = probe(raw, env, plan, schemas, met)
-        candidates = fast_decoded(env, landable).localCheckpoint(eager=True)
-    finally:
-        local_checkpoint.release(env)
+        candidates = _left_decoded(raw, first, plan, schemas, met, known)
+    except BaseException:
+        local_checkpoint.release(first)
+        raise
     fast = candidates.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, F.col(FAST).alias(DECODED))
     rest = candidates.where(F.col(FAST).isNull()).select(*KAFKA_COLUMNS)
     if rest.isEmpty():
@@ -88,17 +94,42 @@ def decode_batch(
     return DecodedBatch(fast.unionByName(slow), candidates, slow, raw=raw)
 
 
+def _left_decoded(
+    raw: DataFrame,
+    first: DataFrame,
+    plan: DecodePlan,
+    schemas: dict[int, ImageSchema | None] | None,
+    met: set[int] | None,
+    known: Landable,
+) -> DataFrame:
+    """``first``, the batch's first pass (checkpointed), where the probe of the records it left finds no
+    pair to land; else, in another checkpoint (``first`` released), those records decoded again with the
+    pairs found (``known`` gains them) beside the records ``first`` decoded."""
+    left = first.where(F.col(FAST).isNull())
+    found = probe(raw, left, plan, schemas, met)
+    if found.keys() <= known.keys():
+        return first
+    known.update(found)
+    decoded = first.where(F.col(FAST).isNotNull()).select(*KAFKA_COLUMNS, FAST)
+    again = fast_decoded(left.select(*ENV_COLUMNS), known)
+    try:
+        return decoded.unionByName(again).localCheckpoint(eager=True)
+    finally:
+        local_checkpoint.release(first)
+
+
 class JsonDecoder:
-    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, and the ids met, from
-    batch to batch."""
+    """Decodes the stream's JSON batches; keeps the Connect schemas read, by id, the ids met and the
+    (source table, schema) pairs landed, from batch to batch."""
 
     def __init__(self, plan: DecodePlan) -> None:
         self.plan = plan
         self.schemas: dict[int, ImageSchema | None] = {}
         self.met: set[int] = set()
+        self.landable: Landable = {}
 
     def __call__(self, batch: DataFrame) -> DecodedBatch:
-        return decode_batch(batch, self.plan, self.schemas, self.met)
+        return decode_batch(batch, self.plan, self.schemas, self.met, self.landable)
 
     def connect_schemas(self) -> dict[str, str]:
         """The Connect schemas read so far whose images land as Debezium wrote them, by reference

@@ -13,6 +13,10 @@ envelope reader (:data:`READER_CLASS`, ``jvm/decoder``), the rest with Spark's o
    number of tables or schemas; the image is made canonical where a table's changes are read
    (:mod:`.canonical`), a few tables at a time.
 
+The pairs a batch decodes are kept for the next (:func:`~.batch.decode_batch`): there the projection runs
+in the reader's pass with them, and the probe reads only the records it left (none of a known source
+table and schema), so that a batch of tables and schemas met before is read and decoded in one pass.
+
 A record this projection cannot decode exactly as the reference does - bad or lenient JSON (single
 quotes, bare NaN, data after the envelope), not written as the JsonConverter writes it, no schema, no
 route, an op other than c/u/d/r, Debezium's own records, a schema with a type the expressions do not
@@ -269,14 +273,20 @@ def _routed(env: DataFrame, landable: Landable) -> tuple[DataFrame, Column]:
     return joined, F.col(_ROUTED)
 
 
-def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
+ENV_COLUMNS = (*KAFKA_KEPT, ENV, SCHEMA_ID, TOMBSTONE_FLAG, PAYLOAD_TEXT, SCHEMA_TEXT)
+"""The columns of :func:`envelopes`."""
+
+
+def fast_decoded(env: DataFrame, landable: Landable, keep_left: bool = False) -> DataFrame:
     """The Kafka columns, the value null (:func:`envelopes`), and ``FAST``: the decoded struct of the
     records decoded here, NULL for the others. A row event of a schema the JVM decodes, written as the
     JsonConverter writes it, is decoded but for its image: the struct holds its payload's text and a
     reference to its Connect schema (:func:`~.images.schema_ref`), and the image is made canonical
     where the table's changes are read (:mod:`.canonical`). Only fixed expressions, whatever the
     number of tables and schemas: a join with the (source table, schema) pairs it lands, to their
-    logical table."""
+    logical table. ``keep_left``: the records left (``FAST`` NULL) keep every column of ``env``
+    (:data:`ENV_COLUMNS`; NULL for the others), for :func:`probe` and another pass with the pairs it
+    finds."""
     source = f"{ENV}.payload.source"
     tombstone = F.struct(
         F.lit(SKIP).alias("status"),
@@ -284,7 +294,7 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields[2:]],
     )
     if not landable:
-        return env.select(*KAFKA_KEPT, _no_value(), F.when(F.col(TOMBSTONE_FLAG), tombstone).alias(FAST))
+        return _decoded(env, F.when(F.col(TOMBSTONE_FLAG), tombstone), keep_left)
     # No payload text: not valid UTF-8, or not read exactly by the reader (the reference decides)
     plain = F.col(PAYLOAD_TEXT).isNotNull() & _plain_source()
     # The ordering key and the checks in a projection of their own, before the join: in one projection
@@ -308,4 +318,18 @@ def fast_decoded(env: DataFrame, landable: Landable) -> DataFrame:
         schema_ref_column(F.col(SCHEMA_ID)).alias("schema_ref"),
     )
     fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(F.col(_PLAIN) & table.isNotNull(), decoded)
-    return env.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST))
+    return _decoded(env, fast, keep_left)
+
+
+def _decoded(env: DataFrame, fast: Column, keep_left: bool) -> DataFrame:
+    """:func:`fast_decoded`'s rows: ``fast`` as ``FAST`` and, where ``keep_left``, the columns of ``env``
+    where it is NULL."""
+    out = env.select(*KAFKA_KEPT, _no_value(), fast.alias(FAST), *(ENV_COLUMNS[len(KAFKA_KEPT) :] if keep_left else ()))
+    if not keep_left:
+        return out
+    # A projection of its own, so that FAST, read by each column below, is computed once (Spark does not
+    # merge a projection into one that reads a costly expression of it twice).
+    left = F.col(FAST).isNull()
+    return out.select(
+        *KAFKA_KEPT, "value", FAST, *[F.when(left, F.col(c)).alias(c) for c in ENV_COLUMNS[len(KAFKA_KEPT) :]]
+    )

@@ -49,13 +49,15 @@ def on_jvm_path(
     plan: DecodePlan,
     use: Callable[[DataFrame], T],
     schemas: dict[int, Any] | None = None,
+    landable: dict[tuple[str, int], str] | None = None,
 ) -> T:
     """``use`` of ``records`` as the JVM path leaves them: decoded as the stream decodes them
     (:func:`decode_batch`, which leaves some to the reference), then made canonical as the merger reads
     them (:func:`canonical_frame`, which may too). A record the reference decoded carries its value; the
-    JVM's do not."""
+    JVM's do not. ``schemas`` and ``landable``, where given, are kept from one call to the next, as the
+    stream keeps them from batch to batch."""
     schemas = {} if schemas is None else schemas
-    batch = decode_batch(kafka_frame(spark, records), plan, schemas)
+    batch = decode_batch(kafka_frame(spark, records), plan, schemas, landable=landable)
     try:
         texts = {schema_ref(i): s.text for i, s in schemas.items() if s is not None}
         made = canonical_frame(batch.frame, plan, texts)
@@ -68,10 +70,14 @@ def on_jvm_path(
 
 
 def decoded_both_ways(
-    spark: Any, records: list[Record], plan: DecodePlan, schemas: dict[int, Any] | None = None
+    spark: Any,
+    records: list[Record],
+    plan: DecodePlan,
+    schemas: dict[int, Any] | None = None,
+    landable: dict[tuple[str, int], str] | None = None,
 ) -> list[tuple[Any, Any]]:
     """(JVM path's decoded struct as a dict, reference's Decoded as a dict) per record, by offset."""
-    rows = on_jvm_path(spark, records, plan, lambda frame: frame.collect(), schemas)
+    rows = on_jvm_path(spark, records, plan, lambda frame: frame.collect(), schemas, landable)
     jvm = {r["offset"]: r["_decoded"].asDict(recursive=True) for r in rows}
     return [(jvm[r[2]], reference) for r, reference in zip(records, reference_decoded(records, plan), strict=True)]
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
+from cdc_delta.decode import batch as batch_module
 from cdc_delta.decode import jvm
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.canonical import made_canonical
@@ -165,6 +166,39 @@ def test_a_batch_reads_its_new_schemas_in_its_first_pass(spark: Any, monkeypatch
     schemas: dict[int, Any] = {}
     decode_batch(kafka_frame(spark, records), plan, schemas, set()).release()
     assert read_again == [set()] and len(schemas) == len(heads) == 3
+
+
+def test_a_batch_of_pairs_landed_before_is_decoded_in_one_pass(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The (source table, schema) pairs landed in earlier batches are decoded in a batch's first pass: a
+    batch of only those (a tombstone, a record left to the reference and one of a table no entry routes
+    beside them) is decoded in that one pass; a new schema among them takes a second pass over the records
+    the first left. Every record as the reference decodes it."""
+    passes: list[int] = []
+    decoded = batch_module.fast_decoded
+
+    def spied(env: Any, landable: Any, keep_left: bool = False) -> Any:
+        passes.append(len(landable))
+        return decoded(env, landable, keep_left)
+
+    monkeypatch.setattr(batch_module, "fast_decoded", spied)
+    plan = plan_for(EDGE_PLAN)
+    schemas: dict[int, Any] = {}
+    landable: dict[tuple[str, int], str] = {}
+    first: list[Record] = [("srv.db.edge", i % 2, i, b"k", edge_value(i)) for i in range(4)]
+    assert_same(decoded_both_ways(spark, first, plan, schemas, landable))
+    assert passes == [0, 1] and list(landable.values()) == ["db.edge"]  # nothing landed before: two passes
+    spaced = json.dumps(json.loads(edge_value(6)), separators=SPACED).encode()
+    steady: list[Record] = [("srv.db.edge", i % 2, i, b"k", edge_value(i)) for i in range(4, 6)]
+    steady += [("srv.db.edge", 0, 6, b"k", spaced), ("srv.db.edge", 1, 7, b"k", None)]
+    steady += [("srv.db.other", 0, 8, b"k", edge_value(8))]
+    passes.clear()
+    assert_same(decoded_both_ways(spark, steady, plan, schemas, landable))
+    assert passes == [1] and len(landable) == 1
+    changed: list[Record] = [("srv.db.edge", i % 2, i, b"k", without(edge_value(i).decode(), "t8")) for i in (9, 10)]
+    changed += [("srv.db.edge", 0, 11, b"k", edge_value(11))]
+    passes.clear()
+    assert_same(decoded_both_ways(spark, changed, plan, schemas, landable))
+    assert passes == [1, 2] and len(landable) == 2 == len(schemas)
 
 
 @pytest.mark.parametrize(
