@@ -129,6 +129,40 @@ def test_a_new_schema_is_read_in_the_first_pass_and_a_schema_met_before_is_not_k
     assert {i: s.text for i, s in unread.items()} == {i: s.text for i, s in schemas.items()}
 
 
+def test_a_record_reads_the_same_after_a_record_of_the_same_head(spark: Any) -> None:
+    """The reader takes a record's head as the previous record's where its bytes start with it and the
+    payload key follows: each record, read in one task after the others, reads as it does alone - where
+    its head is the same, where its bytes start with the same head and go on otherwise (another key
+    before the payload's; no payload; no closing brace; too short), and after those."""
+    value = edge_value(0)
+    head, payload = value.split(b',"payload":', 1)
+    values = [
+        value,
+        edge_value(1),
+        head + b',"x":1,"payload":' + payload,  # another key after the schema: the head is longer
+        head + b',"payload":' + payload + b" ",  # not ending with its closing brace
+        head + b',"payload":}',  # an empty payload
+        head + b"}",  # no payload key
+        head,
+        without(edge_value(2).decode(), "t8"),  # another schema
+        edge_value(3),
+        None,
+        edge_value(4),
+    ]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(values)]
+    jvm.register_reader(spark)
+    fields = ("head_bytes", "schema_id", "payload_text", "payload")
+
+    def read(frame: Any) -> list[Any]:
+        rows = frame.select("offset", F.call_function(jvm.READER, F.col("value")).alias("r")).collect()
+        return [(r["offset"], None if r["r"] is None else tuple(r["r"][f] for f in fields)) for r in rows]
+
+    together = sorted(read(kafka_frame(spark, records).coalesce(1)))
+    alone = sorted(row for record in records for row in read(kafka_frame(spark, [record])))
+    assert together == alone
+    assert {offset for offset, row in together if row is None} == {3, 5, 6, 9}  # not shaped, or a tombstone
+
+
 def test_a_schema_is_kept_from_its_first_record_with_a_payload(spark: Any) -> None:
     """A task's first record of a schema whose payload the reader refuses (left to the reference decoder,
     and to no table in the probe) does not take the schema's one kept text from the records after it."""
