@@ -161,6 +161,7 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
     from cdc_delta.decode.batch import decode_batch
     from cdc_delta.decode.canonical import canonical_frame
     from cdc_delta.decode.images import schema_ref
+    from cdc_delta.decode.jvm import Landable
     from cdc_delta.decode.plan import decode_plan
     from cdc_delta.decode.reference import python_decoded
     from cdc_delta.stream.stats import collect_stats
@@ -179,7 +180,7 @@ def part_decode(spark: Any, bootstrap: str, folder: Path, events: int) -> dict[s
 
     # Kept from run to run, as the stream keeps them from batch to batch.
     schemas: dict[int, Any] = {}
-    landable: dict[Any, str] = {}
+    landable: Landable = {}
 
     def jvm() -> None:
         # Both halves of the JVM path: decoded at ingest, made canonical where the changes are read.

@@ -16,6 +16,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.canonical import canonical_frame
 from cdc_delta.decode.images import schema_ref
+from cdc_delta.decode.jvm import Landable
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
@@ -49,7 +50,7 @@ def on_jvm_path(
     plan: DecodePlan,
     use: Callable[[DataFrame], T],
     schemas: dict[int, Any] | None = None,
-    landable: dict[tuple[str, int], str] | None = None,
+    landable: Landable | None = None,
 ) -> T:
     """``use`` of ``records`` as the JVM path leaves them: decoded as the stream decodes them
     (:func:`decode_batch`, which leaves some to the reference), then made canonical as the merger reads
@@ -74,7 +75,7 @@ def decoded_both_ways(
     records: list[Record],
     plan: DecodePlan,
     schemas: dict[int, Any] | None = None,
-    landable: dict[tuple[str, int], str] | None = None,
+    landable: Landable | None = None,
 ) -> list[tuple[Any, Any]]:
     """(JVM path's decoded struct as a dict, reference's Decoded as a dict) per record, by offset."""
     rows = on_jvm_path(spark, records, plan, lambda frame: frame.collect(), schemas, landable)

@@ -19,7 +19,7 @@ from cdc_delta.decode import jvm
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.canonical import made_canonical
 from cdc_delta.decode.images import schema_ref
-from cdc_delta.decode.jvm import SCHEMA_TEXT, envelopes, probe
+from cdc_delta.decode.jvm import SCHEMA_TEXT, Landable, envelopes, probe
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from tests.decode.decoding import (
@@ -217,7 +217,7 @@ def test_a_batch_of_pairs_landed_before_is_decoded_in_one_pass(spark: Any, monke
     monkeypatch.setattr(batch_module, "fast_decoded", spied)
     plan = plan_for(EDGE_PLAN)
     schemas: dict[int, Any] = {}
-    landable: dict[tuple[str, int], str] = {}
+    landable: Landable = {}
     first: list[Record] = [("srv.db.edge", i % 2, i, b"k", edge_value(i)) for i in range(4)]
     assert_same(decoded_both_ways(spark, first, plan, schemas, landable))
     assert passes == [0, 1] and list(landable.values()) == ["db.edge"]  # nothing landed before: two passes
