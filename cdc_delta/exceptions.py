@@ -41,6 +41,27 @@ class SchemaChangeError(CdcDeltaError):
     """A source column changed type in a way the Delta table cannot follow; that table stops."""
 
 
+class SchemasMissing(CdcDeltaError):
+    """Landed changes of some tables refer to Connect schemas the changelog's schemas table does not hold:
+    their images cannot be read; those tables stop (the merger), the read fails (a view, a rebuild)."""
+
+    def __init__(self, message: str, tables: dict[str, list[str]]) -> None:
+        super().__init__(message)
+        self.tables = tables
+        """Each table whose changes cannot be read, with the schema refs it lacks."""
+
+    def reason_for(self, table: str) -> str:
+        """Why ``table`` stops, and what to do."""
+        refs = ", ".join(self.tables[table])
+        return (
+            f"table {table}: the Connect schema(s) {refs} of its landed changes are not in the changelog's "
+            "schemas table, so their images cannot be read. The table is stopped and its changes stay pending "
+            "in the changelog; restore the schemas table (<changelog>_schemas) from a backup, then "
+            f"`cdc-delta resume-table --table {table}` and restart the stream: it merges them (or rebuild the "
+            "table from the source: Debezium's execute-snapshot signal)"
+        )
+
+
 class SparkSetupError(CdcDeltaError):
     """The Spark session cannot be built as configured (missing jars, bad Spark setting)."""
 

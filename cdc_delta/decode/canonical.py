@@ -34,7 +34,7 @@ from cdc_delta.decode.images import ImageSchema, read_schema
 from cdc_delta.decode.jvm import missing_decoder
 from cdc_delta.decode.reference import python_decoded
 from cdc_delta.events.envelope import DecodePlan
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.exceptions import SchemasMissing
 from cdc_delta.local_checkpoint import Held
 
 CANONICAL_CLASS = "io.cdcdelta.decode.CanonicalImage"
@@ -74,12 +74,17 @@ def made_canonical(
     rows are checkpointed locally with its output), and the rows it leaves to the reference (usually
     none) are decoded by it and cached beside; every later query reads the held rows."""
     pairs = sorted(set(pairs))
-    missing = sorted({ref for ref, _ in pairs} - set(texts))
-    if missing:
-        raise CdcDeltaError(
-            f"the Connect schema(s) {', '.join(missing)} of landed changes are not in the changelog's schemas "
-            "table: their images cannot be read. Restore the schemas table (<changelog>_schemas) from a backup, "
-            "or rebuild the tables from the source (a new snapshot)"
+    lacking: dict[str, list[str]] = {}
+    for ref, table in pairs:
+        if ref not in texts:
+            lacking.setdefault(table, []).append(ref)
+    if lacking:
+        missing = sorted({ref for refs in lacking.values() for ref in refs})
+        raise SchemasMissing(
+            f"the Connect schema(s) {', '.join(missing)} of landed changes of {', '.join(sorted(lacking))} are not "
+            "in the changelog's schemas table: their images cannot be read. Restore the schemas table "
+            "(<changelog>_schemas) from a backup, or rebuild the tables from the source (a new snapshot)",
+            lacking,
         )
     images = {ref: schema for ref in {ref for ref, _ in pairs} if (schema := _image(texts[ref])) is not None}
     shapes: dict[tuple[str, tuple[str, ...]], int] = {}

@@ -198,6 +198,12 @@ class TableApplier:
         table_id = create_table(spark, path, business, self._manifest)
         self._registry.register(name, path, table_id)
 
+    def stop(self, spark: SparkSession, name: str, events: int, reason: str) -> TableResult:
+        """Stop the table ``name`` before its changes are applied (they cannot be read: ``reason``)."""
+        record = StreamCommit(app_id=self.config.app_id, table=name, events=events)
+        work = TableChanges(name, events, {}, [], record)
+        return self._stop_table(spark, work, self.config.table_path(name), CdcDeltaError(reason))
+
     def _stop_table(self, spark: SparkSession, work: TableChanges, path: str, exc: Exception) -> TableResult:
         """Stop the table with the reason (a table property, where the table can hold one); its changes
         stay pending in the changelog until an operator resumes it."""

@@ -32,6 +32,7 @@ from cdc_delta.changelog.table import changelog_path, ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import StreamCommit
 from cdc_delta.delta.workers import TableWorkers, fails_the_batch
+from cdc_delta.exceptions import SchemasMissing
 from cdc_delta.merger.apply import TableApplier, TableChanges, TableResult, TableRound
 from cdc_delta.merger.gate import LandingGate
 from cdc_delta.merger.schedule import Pending, Schedule
@@ -222,8 +223,20 @@ class Merger:
         positions = self._workers.map(self._position, due)
         bounds = {name: (position, through) for name, position in zip(due, positions, strict=True)}
         self.gate.give_way()
+        unreadable: list[TableResult] = []
         with jobs_described(self.spark, f"merge through landing {through}: pending changes"):
-            pending = changes(self.spark, self.config, bounds)
+            try:
+                pending = changes(self.spark, self.config, bounds)
+            except SchemasMissing as exc:  # those tables stop alone; the others are read again without them
+                waiting = self.schedule.pending()
+                for name in sorted(exc.tables):
+                    events = waiting[name].events if name in waiting else 0
+                    unreadable.append(self.applier.stop(self.spark, name, events, exc.reason_for(name)))
+                    del bounds[name]
+                due = [name for name in due if name in bounds]
+                if not due:
+                    return self._round_result(through, unreadable, t0)
+                pending = changes(self.spark, self.config, bounds)
         try:
             work = table_work(self.config.app_id, due, table_summaries(pending.frame), through)
             shared = TableRound(pending.frame, through)
@@ -241,6 +254,9 @@ class Merger:
                 self.schedule.merged(result.table, through)
                 self._positions[result.table] = max(through, self._positions.get(result.table, -1))
         self._save_positions()
+        return self._round_result(through, [*unreadable, *results], t0)
+
+    def _round_result(self, through: int, results: list[TableResult], t0: float) -> RoundResult:
         return RoundResult(
             through_seq=through,
             tables=tuple(results),

@@ -21,6 +21,7 @@ from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.events.envelope import decode_record
 from cdc_delta.merger.rebuild import rebuild_table
+from cdc_delta.merger.resume import resume_table
 from cdc_delta.merger.run import Merger
 from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import read_canonical
@@ -130,3 +131,62 @@ def test_a_change_the_merge_cannot_read_is_a_dead_letter_once_with_its_record(sp
     assert spark.read.format("delta").load(config.storage.dead_letters).where(F.col("offset") == 1).count() == 1
     _, rows = read_canonical(spark, config.table_path("inventory.items"))
     assert [(r["id"], r["qty"]) for r in rows] == [(1, 11)]
+
+
+ORDERS = SourceTable("inventory", "orders", (Column("id", "int64"), Column("note", "string")))
+ORDERS_TOPIC = "srv.inventory.orders"
+
+
+def test_a_table_whose_schema_is_missing_stops_alone_and_merges_once_it_is_restored(spark: Any, tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "app_id": "forms",
+            "storage": {"root": str(tmp_path)},
+            "tables": [
+                {"name": "inventory.items", "topics": [TOPIC], "key": ["id"]},
+                {"name": "inventory.orders", "topics": [ORDERS_TOPIC], "key": ["id"]},
+            ],
+            "merge": {"max_delay_seconds": 3600},  # merged only when the test says
+        }
+    )
+    order = envelope(ORDERS, "c", None, {"id": 7, "note": "n7"}, pos=900, server="srv")
+    records = [
+        (TOPIC, 0, 0, b"k1", value(0, {"id": 1, "qty": 10})),
+        (ORDERS_TOPIC, 0, 0, b"k7", json.dumps(order, separators=(",", ":")).encode()),
+    ]
+    merger = Merger(spark, config)
+    assert BatchProcessor(config, on_landing=merger.landed).process(kafka_frame(spark, records), 0).landed == 2
+    # The schema of the items' changes is lost from the schemas table (a bad restore, a hand-made DELETE).
+    landed = spark.read.format("delta").load(changelog_path(config))
+    [ref] = [r[0] for r in landed.where(F.col("table") == "inventory.items").select("schema_id").distinct().collect()]
+    schemas = DeltaTable.forPath(spark, schemas_path(config))
+    kept = schemas.toDF().where(F.col("schema_id") == ref).collect()
+    assert len(kept) == 1
+    schemas.delete(F.col("schema_id") == ref)
+
+    result = merger.merge_tables(["inventory.items", "inventory.orders"])
+    assert result is not None
+    outcome = {t.table: t.error for t in result.tables}
+    assert outcome["inventory.orders"] is None  # the other table is merged
+    assert outcome["inventory.items"] == (
+        f"table inventory.items: the Connect schema(s) {ref} of its landed changes are not in the changelog's "
+        "schemas table, so their images cannot be read. The table is stopped and its changes stay pending in "
+        "the changelog; restore the schemas table (<changelog>_schemas) from a backup, then `cdc-delta "
+        "resume-table --table inventory.items` and restart the stream: it merges them (or rebuild the table "
+        "from the source: Debezium's execute-snapshot signal)"
+    )
+    assert "inventory.items: stopped, 1 changes left pending" in result.summary()
+    _, orders = read_canonical(spark, config.table_path("inventory.orders"))
+    assert [(r["id"], r["note"]) for r in orders] == [(7, "n7")]
+    assert merger.merge_tables(["inventory.items"]) is None  # stopped: not merged again in this process
+    merger.close()
+
+    # Restored as the message says: the schema back, the table resumed, a new process merges its change.
+    spark.createDataFrame(kept, schemas.toDF().schema).write.format("delta").mode("append").save(schemas_path(config))
+    assert resume_table(spark, config, "inventory.items")
+    again = Merger(spark, config)
+    done = again.merge_tables(["inventory.items"])
+    assert done is not None and [t.error for t in done.tables] == [None]
+    _, items = read_canonical(spark, config.table_path("inventory.items"))
+    assert [(r["id"], r["qty"]) for r in items] == [(1, 10)]
+    again.close()
