@@ -145,6 +145,8 @@ class TableSummary:
     dead: int = 0
     """Changes the reference decoder refused where their images were made canonical (dead letters)."""
     descriptors: dict[str, Seq] = dc_field(default_factory=dict)
+    first_landings: dict[str, int] = dc_field(default_factory=dict)
+    """The landing of each descriptor's first change."""
     truncates: list[Truncate] = dc_field(default_factory=list)
     max_ts: int | None = None
 
@@ -158,6 +160,7 @@ def table_summaries(frame: DataFrame) -> dict[str, TableSummary]:
             F.count(F.lit(1)).alias("n"),
             F.count_if(is_dead()).alias("dead"),
             F.min(field("seq")).alias("min_seq"),
+            F.min(LAND_SEQ).alias("min_land"),
             F.max(field("source_ts_ms")).alias("max_ts"),
             F.collect_set(truncate).alias("truncates"),
         )
@@ -170,6 +173,7 @@ def table_summaries(frame: DataFrame) -> dict[str, TableSummary]:
         summary.dead += r["dead"]
         if r["descriptor"] is not None:
             summary.descriptors[r["descriptor"]] = Seq(*r["min_seq"])
+            summary.first_landings[r["descriptor"]] = r["min_land"]
         summary.truncates += [Truncate(t[0], t[1], Seq(*t[2]), t[3]) for t in r["truncates"]]
         if r["max_ts"] is not None:
             summary.max_ts = max(summary.max_ts or 0, r["max_ts"])

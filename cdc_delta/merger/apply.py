@@ -28,12 +28,12 @@ from cdc_delta.delta.registry import TableRegistry, registry_path
 from cdc_delta.delta.tables import create_table, enable_manifest, known_empty, mark_stopped
 from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
-from cdc_delta.exceptions import CdcDeltaError, TableUnavailable, one_line
+from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavailable, one_line
 from cdc_delta.merger import column_defaults
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.merge import MergeResult, merge_rows
 from cdc_delta.merger.rows import typed_rows
-from cdc_delta.merger.schema_evolution import SchemaPlan, plan_schema
+from cdc_delta.merger.schema_evolution import SchemaPlan, plan_in_order
 from cdc_delta.merger.target import TableState, apply_schema_plan, table_state
 from cdc_delta.merger.truncates import segments
 
@@ -64,6 +64,8 @@ class TableChanges:
     dead: int = 0
     """Of its changes, those the reference decoder refused where their images were made canonical
     (:mod:`cdc_delta.decode.canonical`): they go to the dead letters, not into the table."""
+    first_landings: dict[str, int] = dataclasses.field(default_factory=dict)
+    """The landing of each descriptor's first change (where a schema change begins)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class TableResult:
     dead: int = 0
     """Changes dead-lettered where their images were made canonical (:attr:`TableChanges.dead`), by
     this round (not those an earlier one did)."""
+    merged_through: int | None = None
+    """For a table stopped partway (at a schema change it cannot follow), the newest landing it holds:
+    every change before the refused one is merged."""
 
     @property
     def truncated(self) -> int:
@@ -150,7 +155,16 @@ class TableApplier:
             self._merged[work.name] = batch.through_seq
             return TableResult(work.name, work.events, dead=dead)  # no row: truncates, or dead letters
         self.table(spark, work.name)  # a key not known stops the table before anything is written
-        plan = plan_schema(work.name, state.business, list(work.descriptors), self.config.allow_type_widening)
+        # Schema changes are followed landing by landing: one the table cannot follow stops it after the
+        # landings before it are merged (none before it: it stops here, nothing written).
+        landings = {d: work.first_landings.get(d, position + 1) for d in work.descriptors}
+        ordered = plan_in_order(work.name, state.business, landings, self.config.allow_type_widening)
+        through = batch.through_seq if ordered.through is None else ordered.through
+        if ordered.error is not None:
+            if through <= position:
+                raise ordered.error
+            work = dataclasses.replace(work, descriptors={d: work.descriptors[d] for d in ordered.covers(landings)})
+        plan = ordered.plan
         hold = stream_hold(self.config, work.name)
         if state.exists and hold is not None:  # maintenance may be holding writes so that it can commit
             wait_while_held(hold, work.name)
@@ -158,9 +172,15 @@ class TableApplier:
             enable_manifest(spark, path)
         created = not state.exists
         state = self._states[path] = self._follow_schema(spark, work, path, state, plan)
-        merge = self._merge(batch, work, path, state, spark, position, created)
-        self._merged[work.name] = batch.through_seq
-        return TableResult(work.name, work.events, merge=merge, dead=dead)
+        merge = self._merge(batch, work, path, state, spark, position, created, through)
+        self._merged[work.name] = through
+        if ordered.error is None:
+            return TableResult(work.name, work.events, merge=merge, dead=dead)
+        left = batch.changes.where((field("table") == work.name) & (F.col(LAND_SEQ) > through)).count()
+        merged = f"Its changes landed before that change are merged (through landing {through})."
+        refused = SchemaChangeError(f"{ordered.error} {merged}")
+        stopped = self._stop_table(spark, dataclasses.replace(work, events=left), path, refused)
+        return dataclasses.replace(stopped, merge=merge, dead=dead, merged_through=through)
 
     def _dead_letters(self, spark: SparkSession, batch: TableRound, work: TableChanges) -> int:
         """The table's changes the reference refused, with their records rebuilt, to the dead letters
@@ -272,16 +292,18 @@ class TableApplier:
         spark: SparkSession,
         position: int,
         created: bool,
+        through: int,
     ) -> MergeResult:
-        """MERGE the table's changes past ``position``: one commit, or one per segment where truncates
-        split them (:func:`~.truncates.segments`), each recording the landing it holds up to. The first
+        """MERGE the table's changes past ``position`` up to landing ``through``: one commit, or one per
+        segment where truncates split them (:func:`~.truncates.segments`), each recording the landing it
+        holds up to. The first
         segment into a table this round ``created`` is inserted (:func:`~.merge.merge_rows`'s ``empty``)
         where the table is known to hold no file yet."""
         table = self.table(spark, work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
         results: list[MergeResult] = []
-        for segment in segments(work.truncates, position, batch.through_seq):
+        for segment in segments(work.truncates, position, through):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
             rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
             latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)

@@ -1,6 +1,7 @@
 """Rebuild one table from the changelog, without Kafka: every change the changelog holds for it merged
-into a new Delta table beside it (as the merger would, segment by segment, schema changes in order),
-which then takes the table's place; the table it replaces is kept beside it for the operator to delete.
+into a new Delta table beside it (as the merger would: truncates segment by segment, schema changes
+landing by landing), which then takes the table's place; the table it replaces is kept beside it for
+the operator to delete.
 
 Only while the changelog holds all the table's changes: the retention records how far it may have
 deleted each table's (:func:`~cdc_delta.changelog.table.deleted_through`), and a rebuild past that is

@@ -126,7 +126,15 @@ def table_work(app_id: str, names: list[str], summaries: dict[str, TableSummary]
             app_id=app_id, land_seq=through, table=name, events=summary.events, table_max_source_ts_ms=summary.max_ts
         )
         work.append(
-            TableChanges(name, summary.events, summary.descriptors, summary.truncates, record, dead=summary.dead)
+            TableChanges(
+                name,
+                summary.events,
+                summary.descriptors,
+                summary.truncates,
+                record,
+                dead=summary.dead,
+                first_landings=summary.first_landings,
+            )
         )
     return work
 
@@ -250,9 +258,10 @@ class Merger:
         finally:
             pending.release()
         for result in results:
-            if not result.error:
-                self.schedule.merged(result.table, through)
-                self._positions[result.table] = max(through, self._positions.get(result.table, -1))
+            held = result.merged_through if result.error else through
+            if held is not None:
+                self.schedule.merged(result.table, held)
+                self._positions[result.table] = max(held, self._positions.get(result.table, -1))
         self._save_positions()
         return self._round_result(through, [*unreadable, *results], t0)
 

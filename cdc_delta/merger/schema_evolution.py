@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,43 @@ def plan_schema(
         widened=tuple((name, old, new) for name, (old, new) in widened.items()),
         added_defaults=defaults,
     )
+
+
+@dataclass(frozen=True)
+class OrderedPlan:
+    """The schema plan of a table's pending changes, followed landing by landing: where a landing brings
+    a change the table cannot follow, the plan of the landings before it, and the refusal."""
+
+    plan: SchemaPlan
+    through: int | None = None
+    """None: the plan covers every landing. Else the newest landing it covers (the changes past it wait
+    behind :attr:`error`)."""
+    error: SchemaChangeError | None = None
+
+    def covers(self, first_landings: Mapping[str, int]) -> list[str]:
+        """The descriptors (of ``first_landings``: each with the landing of its first change) the plan covers."""
+        return [d for d, at in first_landings.items() if self.through is None or at <= self.through]
+
+
+def plan_in_order(
+    table: str, existing: Iterable[tuple[str, str]], first_landings: Mapping[str, int], allow_widening: bool
+) -> OrderedPlan:
+    """:func:`plan_schema` of the descriptors of ``first_landings`` (each with the landing of its first
+    change); where they cannot all be followed, the plan of the longest run of landings that can, so that
+    the changes before an incompatible schema change are merged and only those from it on wait."""
+    existing = tuple(existing)
+    try:
+        return OrderedPlan(plan_schema(table, existing, first_landings, allow_widening))
+    except SchemaChangeError as refused:
+        error = refused
+    plan = plan_schema(table, existing, (), allow_widening)
+    for landing in sorted(set(first_landings.values())):
+        try:
+            upto = [d for d, at in first_landings.items() if at <= landing]
+            plan = plan_schema(table, existing, upto, allow_widening)
+        except SchemaChangeError as refused:
+            return OrderedPlan(plan, landing - 1, refused)
+    raise error  # every landing followed one by one: not reached (the whole set was refused)
 
 
 # Characters Delta refuses in column names unless the table uses column mapping.

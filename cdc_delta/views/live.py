@@ -5,8 +5,8 @@ within one trigger whatever the merge delay.
 The same rows serve the live views of ``cdc-delta sql`` and the nightly snapshot, which asks for a table
 as of the landing where the stream passed its cut-off. Columns the pending changes add are there (their
 default on the rows that predate them, where the source gave one); a pending change the table cannot
-take (an incompatible type change, which stops the table) leaves the view at the merged rows, with a
-warning.
+take (an incompatible type change, which stops the table) leaves the view as the merger leaves the table:
+the changes landed before it applied, it and those after left out, with a warning.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.delta.commits import app_commits, merged_through
 from cdc_delta.delta.tables import current_version, table_schema
-from cdc_delta.exceptions import ConfigError, SchemaChangeError
+from cdc_delta.exceptions import ConfigError
 from cdc_delta.merger import column_defaults
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.rows import typed_rows
-from cdc_delta.merger.schema_evolution import plan_schema
+from cdc_delta.merger.schema_evolution import plan_in_order
 from cdc_delta.merger.target import TableState, table_state
 from cdc_delta.merger.truncates import marked, segments
 from cdc_delta.merger.typed import typed_literal
@@ -157,12 +157,18 @@ def _table_rows(
     if merged.version is None and summary is None:
         return None
     descriptors = summary.descriptors if summary is not None else {}
-    try:
-        plan = plan_schema(table.name, state.business, list(descriptors), config.allow_type_widening)
-    except SchemaChangeError as exc:
-        logger.warning("live view of %s: its pending changes are left out (%s)", table.name, exc)
-        descriptors, summary = {}, None
-        plan = plan_schema(table.name, state.business, [], config.allow_type_widening)
+    landings = summary.first_landings if summary is not None else {}
+    ordered = plan_in_order(table.name, state.business, landings, config.allow_type_widening)
+    plan = ordered.plan
+    if ordered.error is not None and ordered.through is not None:  # as the merger leaves the table: stopped there
+        logger.warning(
+            "live view of %s: its changes from landing %d on are left out (%s)",
+            table.name,
+            ordered.through + 1,
+            ordered.error,
+        )
+        descriptors = {d: descriptors[d] for d in ordered.covers(landings)}
+        upper = min(upper, ordered.through)
     schema = table_schema(plan.columns)
     added = column_defaults.added_defaults(plan, descriptors, filled=False)
     defaults = {**state.defaults, **added}

@@ -1,0 +1,139 @@
+"""Schema changes among a table's pending changes (issue 26): landings merged together give what merging
+them one by one gives, across a truncate and a column added between them; a type change the table
+cannot follow stops the table after the landings before it are merged, and the live view shows what the
+table then holds. The landings go through the stream's batch function into a real changelog; the merges
+are the merger's, in the tests' Spark session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_delta.changelog.status import pending_changes
+from cdc_delta.config import AppConfig, parse_config
+from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
+from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.merger.run import Merger
+from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.views.live import live_rows
+from tests.delta_rows import canonical_rows, read_canonical
+
+pytestmark = pytest.mark.spark
+
+NAME, TOPIC = "inventory.items", "srv.inventory.items"
+V1 = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int32")))
+V2 = SourceTable("inventory", "items", (*V1.columns, Column("note", "string")))  # a column added
+V3 = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "string"), Column("note", "string")))
+"""``qty`` became text at the source: an int column cannot follow."""
+
+
+def landings() -> list[list[tuple[SourceTable, str, dict[str, Any] | None]]]:
+    """Five landings of one table (landing numbers 1-5): rows; a truncate and a row after it; the added
+    column; the type change the table cannot follow; a change after it."""
+    return [
+        [(V1, "c", {"id": 1, "qty": 10}), (V1, "c", {"id": 2, "qty": 20}), (V1, "c", {"id": 3, "qty": 30})],
+        [(V1, "t", None), (V1, "c", {"id": 4, "qty": 40})],
+        [(V2, "u", {"id": 1, "qty": 11, "note": "a"}), (V2, "c", {"id": 5, "qty": 50, "note": "b"})],
+        [(V3, "u", {"id": 4, "qty": "forty", "note": "c"})],
+        [(V2, "u", {"id": 5, "qty": 51, "note": "d"})],
+    ]
+
+
+def by_key(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def config_for(root: Path) -> AppConfig:
+    return parse_config(
+        {
+            "app_id": "segments",
+            "storage": {"root": str(root)},
+            "tables": [{"name": NAME, "topics": [TOPIC], "key": ["id"]}],
+            "merge": {"max_delay_seconds": 3600},  # merged only when the test says
+        }
+    )
+
+
+def land(config: AppConfig, merger: Merger, spark: Any, upto: int, merge_each: bool) -> None:
+    """The landings before ``upto`` through the batch function (one batch each, offsets going on); with
+    ``merge_each``, the table merged after each."""
+    processor = BatchProcessor(config, on_landing=merger.landed)
+    offset, pos = 0, 100
+    for batch_id, landing in enumerate(landings()[:upto]):
+        records = []
+        for table, op, row in landing:
+            pos += 100
+            image = envelope(table, op, None, row, pos=pos, server="srv")
+            key = None if row is None else json.dumps({"id": row["id"]}).encode()
+            records.append((TOPIC, 0, offset, key, json.dumps(image, separators=(",", ":")).encode()))
+            offset += 1
+        assert processor.process(kafka_frame(spark, records), batch_id).landed == len(records)
+        if merge_each:
+            done = merger.merge_tables([NAME])
+            assert done is not None and [t.error for t in done.tables] == [None]
+
+
+@pytest.fixture(scope="module")
+def one_by_one(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[dict[str, Any]]]:
+    """(columns, rows) of the table with the three landings before the type change merged one by one."""
+    config = config_for(tmp_path_factory.mktemp("one-by-one"))
+    merger = Merger(spark, config)
+    land(config, merger, spark, 3, merge_each=True)
+    merger.close()
+    columns, rows = read_canonical(spark, config.table_path(NAME))
+    return columns, by_key(rows)
+
+
+def test_landings_merged_together_equal_landings_merged_one_by_one(
+    spark: Any, tmp_path: Path, one_by_one: tuple[list[str], list[dict[str, Any]]]
+) -> None:
+    config = config_for(tmp_path)
+    merger = Merger(spark, config)
+    land(config, merger, spark, 3, merge_each=False)
+    live = live_rows(spark, config, [config.table(NAME)])[NAME]
+    done = merger.merge_tables([NAME])
+    assert done is not None and [t.error for t in done.tables] == [None]
+    merger.close()
+    columns, rows = read_canonical(spark, config.table_path(NAME))
+    assert (columns, by_key(rows)) == one_by_one
+    assert columns == ["id", "qty", "note"]
+    by_id = {r["id"]: (r["qty"], r["note"], r["_cdc_deleted"]) for r in rows}
+    assert by_id == {
+        1: (11, "a", False),
+        2: (20, None, True),
+        3: (30, None, True),
+        4: (40, None, False),
+        5: (50, "b", False),
+    }
+    # The live view before the merge showed the same rows.
+    assert by_key(canonical_rows(live)[1]) == by_key(rows)
+
+
+def test_a_type_change_the_table_cannot_follow_stops_it_after_the_landings_before_it(
+    spark: Any, tmp_path: Path, one_by_one: tuple[list[str], list[dict[str, Any]]]
+) -> None:
+    config = config_for(tmp_path)
+    merger = Merger(spark, config)
+    land(config, merger, spark, 5, merge_each=False)  # landings 1-5: the type change in landing 4
+    done = merger.merge_tables([NAME])
+    merger.close()
+    assert done is not None
+    [result] = done.tables
+    assert result.error is not None and result.merged_through == 3
+    assert result.error.startswith(
+        f"table {NAME}: column 'qty' changed type from int to string, which the Delta table cannot follow"
+    ), result.error
+    assert result.error.endswith("Its changes landed before that change are merged (through landing 3)."), result.error
+    assert f"{NAME}: stopped, 2 changes left pending" in done.summary()
+    columns, merged = read_canonical(spark, config.table_path(NAME))
+    assert (columns, by_key(merged)) == one_by_one
+    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{config.table_path(NAME)}`").collect()
+    assert result.error in {r["key"]: r["value"] for r in properties}[STOPPED_REASON_PROPERTY]
+    # Landings 4 and 5 stay pending; the live view shows what the table holds, as the merger left it.
+    assert pending_changes(config, {NAME: 3})[NAME]["pending"] == 2
+    live = live_rows(spark, config, [config.table(NAME)])[NAME]
+    assert by_key(canonical_rows(live)[1]) == by_key(merged)
