@@ -23,6 +23,7 @@ from cdc_delta.changelog.table import (
     changelog_path,
     ensure_tables,
     latest_version,
+    row_group_confs,
     schema_id,
     schemas_path,
     schemas_schema,
@@ -37,7 +38,6 @@ from cdc_delta.spark_session import session_confs
 
 logger = logging.getLogger(__name__)
 
-ROW_GROUP_CONF = "parquet.block.size"
 EMPTY_COMMITS_RECORDED = {"spark.databricks.delta.skipRecordingEmptyCommits": "false"}
 """For a landing's append: a landing commits even with no row (a batch of tombstones, heartbeats or schema
 changes only), its record holding the batch's offsets and source times, and every landing number is a
@@ -148,9 +148,7 @@ class Changelog:
         rows = landed_rows(decoded, land_seq, batch_id, self.epoch, at)
         if self._hold is not None:  # maintenance may be holding landings so that its DELETE can commit
             wait_while_held(self._hold, "the changelog")
-        # Small row groups: a reader of one table's changes skips the others' (the rows are sorted by table).
-        decoded.sparkSession.conf.set(ROW_GROUP_CONF, str(self.config.changelog.row_group_mb * 1024 * 1024))
-        with session_confs(decoded.sparkSession, EMPTY_COMMITS_RECORDED):
+        with session_confs(decoded.sparkSession, {**row_group_confs(self.config), **EMPTY_COMMITS_RECORDED}):
             rows.write.format("delta").mode("append").option("userMetadata", record.to_json()).save(self.path)
         mine = current_version(self.spark, self.path)
         self._alone(mine - 1)  # one that landed between the check above and this commit

@@ -68,6 +68,13 @@ def changelog_path(config: AppConfig) -> str:
     return config.changelog.located(config.storage.root)
 
 
+def row_group_confs(config: AppConfig) -> dict[str, str]:
+    """The session conf of the changelog's writers (a landing, maintenance's OPTIMIZE): Parquet row groups
+    of ``changelog.row_group_mb``, so that a reader of one table's changes skips the others' (each
+    landing's rows are sorted by table)."""
+    return {"parquet.block.size": str(config.changelog.row_group_mb * 1024 * 1024)}
+
+
 def schemas_path(config: AppConfig) -> str:
     return f"{changelog_path(config).rstrip('/')}_schemas"
 

@@ -1,7 +1,7 @@
 """The changelog's share of the hourly maintenance: delete what every table has merged once it is older
-than ``changelog.retention_hours``, compact the small files of the landings (bin-packing: each landing's
-rows stay sorted by table in row groups of their own, so a reader of one table's changes still skips the
-others'; a ZORDER would rewrite the whole changelog every hour), VACUUM and checkpoint. Safe beside the
+than ``changelog.retention_hours``, compact the small files of the landings (bin-packing, in the landings'
+row-group size: each landing's rows stay sorted by table, so a reader of one table's changes still skips
+the others' row groups; a ZORDER would rewrite the whole changelog every hour), VACUUM and checkpoint. Safe beside the
 stream: its landings are blind appends that OPTIMIZE does not conflict with; the DELETE, which they can
 beat, holds them after a few lost races, as the tables' commands do."""
 
@@ -16,10 +16,11 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, record_deleted
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, record_deleted, row_group_confs
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.hold import CHANGELOG
 from cdc_delta.maintenance import commands
+from cdc_delta.spark_session import session_confs
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +67,14 @@ def maintain_changelog(
     cutoff = now - dt.timedelta(hours=config.changelog.retention_hours)
     deleted = _delete_merged(spark, config, path, merged, cutoff)
     target = DeltaTable.forPath(spark, path)
-    optimized = (
-        commands.beside_stream(
-            lambda: target.optimize().executeCompaction(), "OPTIMIZE the changelog", config, CHANGELOG
+    with session_confs(spark, row_group_confs(config)):  # the compacted files keep the landings' row groups
+        optimized = (
+            commands.beside_stream(
+                lambda: target.optimize().executeCompaction(), "OPTIMIZE the changelog", config, CHANGELOG
+            )
+            .select("metrics")
+            .first()
         )
-        .select("metrics")
-        .first()
-    )
     vacuumed = commands.vacuum(spark, config, "the changelog", path)
     checkpoint = commands.checkpoint(spark, path)
     files_after, bytes_after = commands.table_size(spark, path)

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from pyspark.sql import functions as F
@@ -16,6 +17,7 @@ from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.maintenance.changelog import maintain_changelog
 from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.merger.rebuild import rebuild_table
 from cdc_delta.merger.run import Merger
@@ -86,3 +88,33 @@ def test_retention_deletes_only_merged_changes(spark, tmp_path: Path, capsys: py
     assert rebuild_table(spark, config, "inventory.other").changes == 1 and qty("inventory.other") == {1: 20}
     again = run_maintenance(spark, config, now=later)
     assert again.changelog is not None and again.changelog.rows_deleted == 2 and landed() == {}
+
+
+def test_compacted_changelog_files_keep_the_landings_row_groups(spark, tmp_path: Path) -> None:
+    """A reader of one table's changes skips the others' row groups; OPTIMIZE must not merge them into one."""
+    wide = SourceTable("inventory", "notes", (Column("id", "int64"), Column("note", "string")))
+    config = parse_config(
+        {
+            "app_id": "groups",
+            "storage": {"root": str(tmp_path)},
+            "tables": [{"name": "inventory.notes", "topics": ["srv.inventory.notes"], "key": ["id"]}],
+            "changelog": {"row_group_mb": 1},
+            "merge": {"max_delay_seconds": 3600},
+        }
+    )
+    processor = BatchProcessor(config, on_landing=Merger(spark, config).landed)
+    offset = 0
+    for batch_id in range(3):  # three landings of about 1.5 MB each
+        records = []
+        for _ in range(2500):
+            row = {"id": offset, "note": f"{offset:08d}" * 60}
+            value = envelope(wide, "c", None, row, pos=1000 + offset, server="srv")
+            records.append(("srv.inventory.notes", 0, offset, b"k", json.dumps(value).encode()))
+            offset += 1
+        processor.process(kafka_frame(spark, records), batch_id)
+    report = maintain_changelog(spark, config, {"inventory.notes": -1}, dt.datetime.now(dt.timezone.utc))
+    assert report.files_compacted >= 3 and report.rows_deleted == 0, report
+    [compacted] = spark.read.format("delta").load(changelog_path(config)).inputFiles()
+    metadata = pq.ParquetFile(compacted.removeprefix("file:")).metadata
+    sizes = [metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)]
+    assert len(sizes) >= 3 and max(sizes) < 2 * 1024 * 1024, sizes
