@@ -75,15 +75,24 @@ def test_kill_9_three_times_loses_and_duplicates_nothing(spark, kafka_bootstrap:
     server = "crash"
     generator = generate(kafka_bootstrap, server, events=3000, seed=2)
     config = write_config(tmp_path, kafka_bootstrap, server, max_per_batch=300)
+    base = config.read_text()
     stream = StreamProcess(config, tmp_path / "stream.log")
     rng = random.Random(7)
-    for attempt in range(3):
+    # The runs merge differently, so that the kills land between a landing and its merge (the defaults:
+    # nothing merged before the last run), inside a batch's merges (every table merged in every batch) and
+    # inside the merger's thread beside the ingest (a table due as soon as one change is pending).
+    merges = [None, "{max_delay_seconds: 0}", "{max_delay_seconds: 1, min_events: 1}"]
+    for attempt, merge in enumerate(merges):
+        config.write_text(base + (f"merge: {merge}\n" if merge else ""))
         done = len(stream.batch_lines())
         stream.start()
         # Let each run make progress, then kill it at a random moment: mid-batch or between batches.
         wait_for(lambda done=done: len(stream.batch_lines()) > done, 240, f"a batch of run {attempt + 1}")
         time.sleep(rng.uniform(0, 6))
         stream.kill9()
+    killed = stream.log.read_text()
+    assert "merge through landing" in killed, "no merge ran in the runs killed"
+    config.write_text(base)
     assert stream.run_until_caught_up() == 0, stream.log.read_text()[-3000:]
     assert_tables_equal_source(spark, config, generator)
     cfg = load_config(config, env={})
