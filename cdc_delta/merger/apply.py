@@ -161,8 +161,6 @@ class TableApplier:
         ordered = plan_in_order(work.name, state.business, landings, self.config.allow_type_widening)
         through = batch.through_seq if ordered.through is None else ordered.through
         if ordered.error is not None:
-            if through <= position:
-                raise ordered.error
             work = dataclasses.replace(work, descriptors={d: work.descriptors[d] for d in ordered.covers(landings)})
         plan = ordered.plan
         hold = stream_hold(self.config, work.name)

@@ -105,18 +105,22 @@ def plan_in_order(
 ) -> OrderedPlan:
     """:func:`plan_schema` of the descriptors of ``first_landings`` (each with the landing of its first
     change); where they cannot all be followed, the plan of the longest run of landings that can, so that
-    the changes before an incompatible schema change are merged and only those from it on wait."""
+    the changes before an incompatible schema change are merged and only those from it on wait. Raises
+    :class:`SchemaChangeError` where the first of the landings brings it (nothing can be followed)."""
     existing = tuple(existing)
     try:
         return OrderedPlan(plan_schema(table, existing, first_landings, allow_widening))
     except SchemaChangeError as refused:
         error = refused
-    plan = plan_schema(table, existing, (), allow_widening)
-    for landing in sorted(set(first_landings.values())):
+    landings = sorted(set(first_landings.values()))
+    plan = None
+    for landing in landings:
         try:
             upto = [d for d, at in first_landings.items() if at <= landing]
             plan = plan_schema(table, existing, upto, allow_widening)
         except SchemaChangeError as refused:
+            if plan is None:
+                raise
             return OrderedPlan(plan, landing - 1, refused)
     raise error  # every landing followed one by one: not reached (the whole set was refused)
 

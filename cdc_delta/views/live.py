@@ -27,7 +27,7 @@ from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.delta.commits import app_commits, merged_through
 from cdc_delta.delta.tables import current_version, table_schema
-from cdc_delta.exceptions import ConfigError
+from cdc_delta.exceptions import ConfigError, SchemaChangeError
 from cdc_delta.merger import column_defaults
 from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.rows import typed_rows
@@ -158,7 +158,12 @@ def _table_rows(
         return None
     descriptors = summary.descriptors if summary is not None else {}
     landings = summary.first_landings if summary is not None else {}
-    ordered = plan_in_order(table.name, state.business, landings, config.allow_type_widening)
+    try:
+        ordered = plan_in_order(table.name, state.business, landings, config.allow_type_widening)
+    except SchemaChangeError as exc:  # refused from the first pending landing on: the merged rows only
+        logger.warning("live view of %s: its pending changes are left out (%s)", table.name, exc)
+        descriptors, summary = {}, None
+        ordered = plan_in_order(table.name, state.business, {}, config.allow_type_widening)
     plan = ordered.plan
     if ordered.error is not None and ordered.through is not None:  # as the merger leaves the table: stopped there
         logger.warning(

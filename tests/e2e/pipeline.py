@@ -145,10 +145,11 @@ class Pipeline:
             consumer.close()
         raise AssertionError(f"marker {n} did not reach {topic} in {timeout}s: is the connector running?")
 
-    def write_config(self, time_zone: str = "UTC") -> Path:
+    def write_config(self, time_zone: str = "UTC", merge: dict[str, Any] | None = None, name: str = "cdc.yaml") -> Path:
         """The shards fold into a listed table; every other table comes from one pattern entry, named from
         its source database and table (``{db}.{table}``) as Debezium reports them, its key the one
-        Debezium's record key names (the table's primary key: ``id``, or ``(id, label)``)."""
+        Debezium's record key names (the table's primary key: ``id``, or ``(id, label)``). ``merge``: the
+        config's ``merge`` section (the defaults without); ``name``: the file's, beside the lake."""
         sharded = next(t for t in self.tables() if t.sharded)
         tables: list[dict[str, Any]] = [
             {
@@ -188,8 +189,9 @@ class Pipeline:
                 "idle_grace_minutes": 0,
             },
             "tables": tables,
+            **({"merge": merge} if merge is not None else {}),
         }
-        path = self.folder / "cdc.yaml"
+        path = self.folder / name
         path.write_text(yaml.safe_dump(data))
         return path
 

@@ -10,7 +10,7 @@ import pytest
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import SchemaChangeError
 from cdc_delta.merger.column_defaults import ColumnDefault, added_defaults, from_properties
-from cdc_delta.merger.schema_evolution import descriptor_columns, plan_schema
+from cdc_delta.merger.schema_evolution import descriptor_columns, plan_in_order, plan_schema
 
 BEFORE = json.dumps([["id", "int"], ["name", "string"]])
 AFTER = json.dumps([["id", "int"], ["name", "string"], ["score", "int", 7], ["tag", "string", "dflt"], ["x", "int"]])
@@ -47,3 +47,17 @@ def test_descriptor_columns() -> None:
 def test_a_column_name_delta_cannot_hold_stops_the_table_with_the_name(name: str) -> None:
     with pytest.raises(SchemaChangeError, match=re.escape(f"table t: source column {name!r} has characters a Delta")):
         plan_schema("t", [("id", "int")], [json.dumps([["id", "int"], [name, "int"]])], allow_widening=True)
+
+
+def test_schema_changes_are_followed_landing_by_landing_up_to_one_the_table_cannot_follow() -> None:
+    added = json.dumps([["id", "int"], ["name", "string"], ["score", "int"]])
+    as_text = json.dumps([["id", "string"], ["name", "string"]])  # id became text: an int column cannot follow
+    table = [("id", "int"), ("name", "string")]
+    every = plan_in_order("t", table, {BEFORE: 3, added: 4}, allow_widening=True)
+    assert (every.through, every.error, every.plan.added) == (None, None, (("score", "int"),))
+    stopped = plan_in_order("t", table, {BEFORE: 3, added: 4, as_text: 6}, allow_widening=True)
+    assert stopped.through == 5 and stopped.plan.added == (("score", "int"),)
+    assert stopped.error is not None and "column 'id' changed type from int to string" in str(stopped.error)
+    assert sorted(stopped.covers({BEFORE: 3, added: 4, as_text: 6})) == sorted([BEFORE, added])
+    with pytest.raises(SchemaChangeError, match="column 'id' changed type"):  # its first landing: nothing to follow
+        plan_in_order("t", table, {as_text: 3, added: 4}, allow_widening=True)
