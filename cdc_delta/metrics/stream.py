@@ -133,8 +133,9 @@ class StreamMetrics:
         for t in result.tables:
             if t.merge is not None and t.merge.version is not None:
                 self.version.labels(t.table).set(t.merge.version)
-            if t.error is None:
-                self.merged_seq.labels(t.table).set(result.through_seq)
+            held = result.through_seq if t.error is None else t.merged_through  # stopped partway: what it holds
+            if held is not None:
+                self.merged_seq.labels(t.table).set(held)
                 self.merge_dead.labels(t.table).inc(t.dead)
             self.stopped.labels(t.table).set(1 if t.error else 0)
         now = time.time()

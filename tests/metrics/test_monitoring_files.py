@@ -95,3 +95,24 @@ def test_dashboard_panels_name_real_series(tmp_path: Path) -> None:
     used = {name for expr in exprs for name in SERIES.findall(expr)}
     assert used and used - exported(tmp_path) == set()
     assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
+
+
+def test_a_table_stopped_partway_reports_the_landing_it_holds(tmp_path: Path) -> None:
+    tables = [{"name": "db.t", "topics": ["t"], "key": ["id"]}]
+    metrics = StreamMetrics(parse_config({"app_id": "t", "storage": {"root": str(tmp_path)}, "tables": tables}))
+    merged = MergeResult("db.a", source_rows=3, inserted=3, version=4)
+    metrics.round_done(
+        RoundResult(
+            through_seq=9,
+            tables=(
+                TableResult("db.a", 2, merge=merged, error="db.a: a type change", merged_through=6),
+                TableResult("db.b", 5, merge=MergeResult("db.b", version=2)),
+                TableResult("db.c", 1, error="db.c: failed"),
+            ),
+        )
+    )
+    found = samples(generate_latest(metrics.registry).decode())
+    held = {dict(labels)["table"]: value for labels, value in found["cdc_delta_table_merged_landing"].items()}
+    assert held == {"db.a": 6, "db.b": 9}  # db.c holds what it held: no value from this round
+    stopped = {dict(labels)["table"]: value for labels, value in found["cdc_delta_table_stopped"].items()}
+    assert stopped == {"db.a": 1, "db.b": 0, "db.c": 1, "db.t": 0}
