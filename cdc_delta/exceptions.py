@@ -57,8 +57,7 @@ class SchemasMissing(CdcDeltaError):
             f"table {table}: the Connect schema(s) {refs} of its landed changes are not in the changelog's "
             "schemas table, so their images cannot be read. The table is stopped and its changes stay pending "
             "in the changelog; restore the schemas table (<changelog>_schemas) from a backup, then "
-            f"`cdc-delta resume-table --table {table}` and restart the stream: it merges them (or rebuild the "
-            "table from the source: Debezium's execute-snapshot signal)"
+            f"`cdc-delta resume-table --table {table}` and restart the stream: it merges them"
         )
 
 

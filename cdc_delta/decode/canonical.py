@@ -83,7 +83,7 @@ def made_canonical(
         raise SchemasMissing(
             f"the Connect schema(s) {', '.join(missing)} of landed changes of {', '.join(sorted(lacking))} are not "
             "in the changelog's schemas table: their images cannot be read. Restore the schemas table "
-            "(<changelog>_schemas) from a backup, or rebuild the tables from the source (a new snapshot)",
+            "(<changelog>_schemas) from a backup",
             lacking,
         )
     images = {ref: schema for ref in {ref for ref, _ in pairs} if (schema := _image(texts[ref])) is not None}

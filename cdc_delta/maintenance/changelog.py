@@ -65,9 +65,9 @@ def maintain_changelog(
     started = time.monotonic()
     files_before, bytes_before = commands.table_size(spark, path)
     cutoff = now - dt.timedelta(hours=config.changelog.retention_hours)
-    deleted = _delete_merged(spark, config, path, merged, cutoff)
-    target = DeltaTable.forPath(spark, path)
-    with session_confs(spark, row_group_confs(config)):  # the compacted files keep the landings' row groups
+    with session_confs(spark, row_group_confs(config)):  # the files rewritten keep the landings' row groups
+        deleted = _delete_merged(spark, config, path, merged, cutoff)
+        target = DeltaTable.forPath(spark, path)
         optimized = (
             commands.beside_stream(
                 lambda: target.optimize().executeCompaction(), "OPTIMIZE the changelog", config, CHANGELOG

@@ -47,7 +47,8 @@ class TableRound:
     changes: DataFrame
     """The round's pending changes (:func:`cdc_delta.changelog.pending.changes`), held (read once)."""
     through_seq: int
-    """The newest landing the round merges: each table's commit holds every landing up to it."""
+    """The newest landing the round merges: each table's commit holds every landing up to it (but a
+    table stopped partway, at a schema change it cannot follow: :attr:`TableResult.merged_through`)."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ A round takes the due tables (at most ``merge.max_tables_per_round``, most overd
 pending changes from the changelog in one pass (checkpointed locally for the round), learns their column descriptors
 and truncates in one small job, and applies each table's changes (:mod:`.apply`) ``merge.concurrency``
 at a time, each table in a Spark session of its own. Every table's commit holds the changes up to the
-round's newest landing and records it (Delta's transaction id ``<app_id>:<table>:merge``, version the
+round's newest landing (a table stopped at a schema change it cannot follow: up to the landing before it)
+and records it (Delta's transaction id ``<app_id>:<table>:merge``, version the
 landing number): a round run again commits nothing, a table restored from a backup is merged again from
 where it is. A table that fails stops alone; its changes stay pending in the changelog.
 
@@ -78,7 +79,7 @@ class RoundResult:
     @property
     def dead(self) -> int:
         """Changes the round dead-lettered (images the reference refused where they were made canonical)."""
-        return sum(t.dead for t in self.tables if not t.error)
+        return sum(t.dead for t in self.tables if not t.error or t.merged_through is not None)
 
     @property
     def pending_events(self) -> int:
@@ -233,18 +234,19 @@ class Merger:
         self.gate.give_way()
         unreadable: list[TableResult] = []
         with jobs_described(self.spark, f"merge through landing {through}: pending changes"):
-            try:
-                pending = changes(self.spark, self.config, bounds)
-            except SchemasMissing as exc:  # those tables stop alone; the others are read again without them
-                waiting = self.schedule.pending()
-                for name in sorted(exc.tables):
-                    events = waiting[name].events if name in waiting else 0
-                    unreadable.append(self.applier.stop(self.spark, name, events, exc.reason_for(name)))
-                    del bounds[name]
-                due = [name for name in due if name in bounds]
-                if not due:
-                    return self._round_result(through, unreadable, t0)
-                pending = changes(self.spark, self.config, bounds)
+            while True:
+                try:
+                    pending = changes(self.spark, self.config, bounds)
+                    break
+                except SchemasMissing as exc:  # those tables stop alone; the others are read again without them
+                    waiting = self.schedule.pending()
+                    for name in sorted(exc.tables):
+                        events = waiting[name].events if name in waiting else 0
+                        unreadable.append(self.applier.stop(self.spark, name, events, exc.reason_for(name)))
+                        del bounds[name]
+                    due = [name for name in due if name in bounds]
+                    if not due:
+                        return self._round_result(through, unreadable, t0)
         try:
             work = table_work(self.config.app_id, due, table_summaries(pending.frame), through)
             shared = TableRound(pending.frame, through)

@@ -78,9 +78,10 @@ def test_kill_9_three_times_loses_and_duplicates_nothing(spark, kafka_bootstrap:
     base = config.read_text()
     stream = StreamProcess(config, tmp_path / "stream.log")
     rng = random.Random(7)
-    # The runs merge differently, so that the kills land between a landing and its merge (the defaults:
-    # nothing merged before the last run), inside a batch's merges (every table merged in every batch) and
-    # inside the merger's thread beside the ingest (a table due as soon as one change is pending).
+    # The runs merge differently, so that the kills can land between a landing and its merge (the
+    # defaults: nothing merged before the last run), inside a batch's merges (every table merged in every
+    # batch: most of a batch's time) and inside the merger's thread beside the ingest (a table due as soon
+    # as one change is pending). Where a kill lands is random; that merges ran in the killed runs is checked.
     merges = [None, "{max_delay_seconds: 0}", "{max_delay_seconds: 1, min_events: 1}"]
     for attempt, merge in enumerate(merges):
         config.write_text(base + (f"merge: {merge}\n" if merge else ""))
