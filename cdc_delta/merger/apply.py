@@ -295,9 +295,8 @@ class TableApplier:
     ) -> MergeResult:
         """MERGE the table's changes past ``position`` up to landing ``through``: one commit, or one per
         segment where truncates split them (:func:`~.truncates.segments`), each recording the landing it
-        holds up to. The first
-        segment into a table this round ``created`` is inserted (:func:`~.merge.merge_rows`'s ``empty``)
-        where the table is known to hold no file yet."""
+        holds up to. The first segment into a table this round ``created`` is inserted
+        (:func:`~.merge.merge_rows`'s ``empty``) where the table is known to hold no file yet."""
         table = self.table(spark, work.name)
         key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
