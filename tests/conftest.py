@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
                     master="local[2]",
                     shuffle_partitions=2,
                     app_name="cdc-delta-tests",
-                    conf={"spark.ui.enabled": "false"},
+                    # Spark's default heap (1 GB) is what a 50-minute run's caches of every table it opened
+                    # (Delta's logs and snapshots) live in; the machine has 24.
+                    conf={"spark.ui.enabled": "false", "spark.driver.memory": "2g"},
                 ),
                 hive,
             )
@@ -86,50 +89,29 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
             os.environ["SPARK_SUBMIT_OPTS"] = quick
     JVM_STDERR.append(jvm_stderr)
     yield session
-    try:
-        said = sweep_delta_tables(session, tmp_path_factory.getbasetemp())
-        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-        capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
-        if reporter is not None and capture is not None:  # past pytest's capture: the count belongs in the log
-            with capture.global_and_fixture_disabled():
-                reporter.write_line("\n" + said)
-    finally:
-        session.stop()
-        JVM_STDERR.clear()
+    session.stop()
+    JVM_STDERR.clear()
+    said = sweep_delta_tables(tmp_path_factory.getbasetemp())
+    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:  # past pytest's capture: the count belongs in the log
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n" + said)
 
 
-def sweep_delta_tables(spark: object, root: Path) -> str:
-    """Issue 15's sweep: every Delta table the tests of this run left (replicated tables, dead letters,
-    rejects, snapshot logs), read by delta-rs and by Spark: the same rows. Tables with Delta's
-    typeWidening feature are the documented opt-in that delta-rs cannot open, and are left out."""
-    from deltalake import DeltaTable
-
-    from tests.delta_rows import spark_and_delta_rs_rows
-
-    started = time.monotonic()
-    paths = sorted({log.parent for log in root.rglob("_delta_log") if list(log.glob("*.json"))})
-
-    def compare(path: Path) -> str | None:
-        """What differs for the table at ``path``; "opt-in" for a typeWidening table; None when alike."""
-        try:
-            features = DeltaTable(str(path)).protocol().reader_features or []
-        except Exception as exc:  # noqa: BLE001 (a table delta-rs cannot open is the finding)
-            return f"{path}: delta-rs cannot open it: {exc}"
-        if "typeWidening" in features:
-            return "opt-in"
-        by_spark, by_delta_rs = spark_and_delta_rs_rows(spark, str(path))  # type: ignore[arg-type]
-        if by_spark != by_delta_rs:
-            return f"{path}: Spark reads {len(by_spark)} rows, delta-rs {len(by_delta_rs)}, not the same"
-        return None
-
-    # Most of a table's time is Delta's log replay on the driver and delta-rs's own read, one thread each:
-    # three tables at a time keep both cores busy (the sweep took 140-176 s one table at a time).
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        found = list(pool.map(compare, paths))
-    opt_in = [p for p, said in zip(paths, found, strict=True) if said == "opt-in"]
-    differ = [said for said in found if said is not None and said != "opt-in"]
-    assert not differ, "tables delta-rs reads differently from Spark:\n" + "\n".join(differ)
-    return (
-        f"delta-rs sweep: {len(paths) - len(opt_in)} Delta tables of this run read alike by Spark and delta-rs "
-        f"({len(opt_in)} with the typeWidening opt-in left out) in {time.monotonic() - started:.0f} s"
+def sweep_delta_tables(root: Path) -> str:
+    """Run :mod:`tests.delta_rs_sweep` over the Delta tables under ``root`` in a process of its own (a
+    fresh JVM, compiled with both compilers); its summary line, or the test run fails with what differs."""
+    env = {k: v for k, v in os.environ.items() if not (k == "SPARK_SUBMIT_OPTS" and v == QUICK_JVM)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.delta_rs_sweep", str(root)],
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
     )
+    if done.returncode != 0:
+        pytest.fail(f"the delta-rs sweep exited {done.returncode}:\n{done.stderr[-20000:]}", pytrace=False)
+    return done.stdout.strip().splitlines()[-1]
