@@ -90,6 +90,11 @@ class TableResult:
         return self.merge.truncated if self.merge is not None else 0
 
 
+def merged_before(through: int) -> str:
+    """What the reason of a table stopped partway adds: how far it is merged."""
+    return f"Its changes landed before that change are merged (through landing {through})."
+
+
 class TableApplier:
     """Applies tables' pending changes round after round, keeping what it learnt of each table (schema,
     stopped flag, the newest landing it holds) between rounds; thread-safe per table (the table workers
@@ -161,8 +166,14 @@ class TableApplier:
         landings = {d: work.first_landings.get(d, position + 1) for d in work.descriptors}
         ordered = plan_in_order(work.name, state.business, landings, self.config.allow_type_widening)
         through = batch.through_seq if ordered.through is None else ordered.through
-        if ordered.error is not None:
-            work = dataclasses.replace(work, descriptors={d: work.descriptors[d] for d in ordered.covers(landings)})
+        if ordered.error is not None:  # merged through the landing before the refused one: its record says so
+            held, left, newest = self._split_at(batch, work.name, through)
+            work = dataclasses.replace(
+                work,
+                events=held,
+                descriptors={d: work.descriptors[d] for d in ordered.covers(landings)},
+                record=work.record.for_table(work.name, held, newest),
+            )
         plan = ordered.plan
         hold = stream_hold(self.config, work.name)
         if state.exists and hold is not None:  # maintenance may be holding writes so that it can commit
@@ -175,11 +186,25 @@ class TableApplier:
         self._merged[work.name] = through
         if ordered.error is None:
             return TableResult(work.name, work.events, merge=merge, dead=dead)
-        left = batch.changes.where((field("table") == work.name) & (F.col(LAND_SEQ) > through)).count()
-        merged = f"Its changes landed before that change are merged (through landing {through})."
-        refused = SchemaChangeError(f"{ordered.error} {merged}")
+        refused = SchemaChangeError(f"{ordered.error} {merged_before(through)}")
         stopped = self._stop_table(spark, dataclasses.replace(work, events=left), path, refused)
         return dataclasses.replace(stopped, merge=merge, dead=dead, merged_through=through)
+
+    @staticmethod
+    def _split_at(batch: TableRound, name: str, through: int) -> tuple[int, int, int | None]:
+        """(the table's changes in the round up to landing ``through``, those after it, the newest source
+        time of the first), in one job."""
+        held = F.col(LAND_SEQ) <= through
+        split = (
+            batch.changes.where(field("table") == name)
+            .agg(
+                F.count_if(held).alias("held"),
+                F.count_if(~held).alias("left"),
+                F.max(F.when(held, field("source_ts_ms"))).alias("newest"),
+            )
+            .collect()[0]
+        )
+        return int(split["held"]), int(split["left"]), split["newest"]
 
     def _dead_letters(self, spark: SparkSession, batch: TableRound, work: TableChanges) -> int:
         """The table's changes the reference refused, with their records rebuilt, to the dead letters

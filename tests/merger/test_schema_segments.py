@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 
 from cdc_delta.changelog.status import pending_changes
 from cdc_delta.config import AppConfig, parse_config
+from cdc_delta.delta.commits import app_commits
 from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.merger.rebuild import RebuildError, rebuild_table
 from cdc_delta.merger.run import Merger
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.views.live import live_rows
@@ -59,15 +62,15 @@ def config_for(root: Path) -> AppConfig:
 
 
 def land(config: AppConfig, merger: Merger, spark: Any, upto: int, merge_each: bool) -> None:
-    """The landings before ``upto`` through the batch function (one batch each, offsets going on); with
-    ``merge_each``, the table merged after each."""
+    """The landings before ``upto`` through the batch function (one batch each, offsets going on, the
+    n-th change at source time 100 + 100 n seconds); with ``merge_each``, the table merged after each."""
     processor = BatchProcessor(config, on_landing=merger.landed)
     offset, pos = 0, 100
     for batch_id, landing in enumerate(landings()[:upto]):
         records = []
         for table, op, row in landing:
             pos += 100
-            image = envelope(table, op, None, row, pos=pos, server="srv")
+            image = envelope(table, op, None, row, pos=pos, ts_ms=pos * 1000, server="srv")
             key = None if row is None else json.dumps({"id": row["id"]}).encode()
             records.append((TOPIC, 0, offset, key, json.dumps(image, separators=(",", ":")).encode()))
             offset += 1
@@ -134,6 +137,21 @@ def test_a_type_change_the_table_cannot_follow_stops_it_after_the_landings_befor
     assert f"{NAME}: stopped, 2 changes left pending" in done.summary()
     columns, merged = read_canonical(spark, config.table_path(NAME))
     assert (columns, by_key(merged)) == one_by_one
+    # Its last merge records what it holds: the 7 changes of landings 1-3, the newest at 800 s (not the
+    # round's 9 changes and 1,000 s, which `status` would show as fresher than the table is).
+    [last, *_] = app_commits(DeltaTable.forPath(spark, config.table_path(NAME)), config.app_id)
+    record = last.record
+    assert (record.operation, record.land_seq, record.events, record.table_max_source_ts_ms) == ("merge", 3, 7, 800_000)
+    # A rebuild meets the same change: refused, and the table is as it was.
+    with pytest.raises(RebuildError) as refused:
+        rebuild_table(spark, config, NAME)
+    assert str(refused.value) == (
+        f"cannot rebuild {NAME}: its changes after landing 3 cannot be merged (table {NAME}: column 'qty' "
+        "changed type from int to string, which the Delta table cannot follow). "
+        f"The rebuilt table was discarded and {NAME} is as it was; the stream stops it at the same change: "
+        "migrate the column, or read the table from the source again"
+    )
+    assert read_canonical(spark, config.table_path(NAME)) == (columns, merged)
     properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{config.table_path(NAME)}`").collect()
     assert result.error in {r["key"]: r["value"] for r in properties}[STOPPED_REASON_PROPERTY]
     # Landings 4 and 5 stay pending; the live view shows what the table holds, as the merger left it.
