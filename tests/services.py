@@ -298,17 +298,19 @@ def native_kafka(tmp_path: Path) -> Iterator[NativeKafka]:
 
 
 class StreamProcess:
-    """``cdc-delta stream`` as a separate process, with its log in a file."""
+    """``cdc-delta stream`` (or another long-running ``command``, ``merge``) as a separate process, with
+    its log in a file."""
 
-    def __init__(self, config: Path, log: Path) -> None:
+    def __init__(self, config: Path, log: Path, command: str = "stream") -> None:
         self.config = config
         self.log = log
+        self.command = command
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, *extra: str) -> subprocess.Popen[bytes]:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_delta.cli", "stream", "--config", str(self.config), *extra],
+            [sys.executable, "-m", "cdc_delta.cli", self.command, "--config", str(self.config), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -7,13 +7,18 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import AppConfig, TableConfig, load_config
 from cdc_delta.config.kafka import require_subscription
 from cdc_delta.exceptions import ConfigError
 from cdc_delta.views.catalog import register_delta_tables
+
+if TYPE_CHECKING:
+    from cdc_delta.merger.run import Merger
+    from cdc_delta.metrics.merge import MergeMetrics
+    from cdc_delta.stream.query import GracefulStop
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -29,7 +34,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         from cdc_delta.metrics.stream import StreamMetrics
 
         metrics = StreamMetrics(config)
-        server = MetricsServer(config, metrics)  # takes the port now: one in use fails before Spark starts
+        server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
     stop = GracefulStop()
     stop.install()
     kafka, watch = config.kafka, None
@@ -54,8 +59,11 @@ def cmd_stream(args: argparse.Namespace) -> int:
     stream = start_stream(
         spark, config, available_now=args.until_caught_up, stop_requested=stop.requested, metrics=metrics
     )
-    if server is not None:
-        server.start(stream.query)
+    if server is not None and metrics is not None:
+        from cdc_delta.metrics.server import query_health
+
+        query = stream.query
+        server.start(lambda: query_health(config, metrics, query), lag_of=metrics)
     try:
         run_until_stopped(stream, stop, watch=watch)
         caught_up = args.until_caught_up and not stop.requested.is_set()
@@ -177,8 +185,6 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    import time
-
     from cdc_delta.merger.run import Merger
     from cdc_delta.stream.query import GracefulStop
 
@@ -186,30 +192,66 @@ def cmd_merge(args: argparse.Namespace) -> int:
     hazard = config.second_writer_hazard()
     if hazard:
         logger.warning("merge: %s", hazard)
-    stop = GracefulStop()
+    metrics, server = None, None
+    if config.metrics.port is not None:
+        from prometheus_client import CollectorRegistry
+
+        from cdc_delta.metrics.merge import MergeMetrics
+        from cdc_delta.metrics.server import MetricsServer, merger_health
+
+        metrics = MergeMetrics(CollectorRegistry())
+        metrics.tables_known([t.name for t in config.listed_tables])
+        server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
+    stop = GracefulStop("merge round", hand_back=True)
     stop.install()
     merger = Merger(spark_for(config), config)
+    if server is not None and metrics is not None:
+        watched = metrics
+        server.start(lambda: merger_health(config, watched))
     try:
         if args.until_caught_up:
             merger.merge_all()
         else:
-            logger.info(
-                "merger %s started: every table due by merge.min_events / merge.max_delay_seconds", config.app_id
-            )
-            while not stop.requested.is_set():
-                merger.poll()
-                result = merger.round()
-                if result is not None:
-                    logger.info("%s", result.summary())
-                    continue
-                wait = merger.schedule.next_due_in(time.time(), merger.stopped_tables())
-                stop.requested.wait(timeout=5.0 if wait is None else min(5.0, max(0.5, wait)))
+            _merge_until_stopped(config, merger, stop, metrics)
     finally:
         merger.close()
+        if server is not None:
+            server.close()
     if args.until_caught_up:
         return caught_up_exit(merger.applier.stopped_tables())
     print_stopped(merger.applier.stopped_tables(), sys.stdout)
     return 0
+
+
+def _merge_until_stopped(config: AppConfig, merger: Merger, stop: GracefulStop, metrics: MergeMetrics | None) -> None:
+    """Merge the tables as they become due until a stop is requested (after the round under way); the
+    job's one line at the end: how many rounds merged how many changes."""
+    import time
+
+    started, rounds, changes = time.monotonic(), 0, 0
+    logger.info("merger %s started: every table due by merge.min_events / merge.max_delay_seconds", config.app_id)
+    while not stop.requested.is_set():
+        merger.poll()
+        if metrics is not None:
+            metrics.landing_known(merger.schedule.newest_seq)
+            metrics.round_begins()
+        result = merger.round()
+        if metrics is not None:
+            metrics.round_done(result)
+        if result is not None:
+            logger.info("%s", result.summary())
+            rounds += 1
+            changes += sum(t.events for t in result.tables if not t.error)
+            continue
+        wait = merger.schedule.next_due_in(time.time(), merger.stopped_tables())
+        stop.requested.wait(timeout=5.0 if wait is None else min(5.0, max(0.5, wait)))
+    logger.info(
+        "merger %s stopped on request: %d rounds merged %d changes in %.0fs",
+        config.app_id,
+        rounds,
+        changes,
+        time.monotonic() - started,
+    )
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -396,7 +438,10 @@ def add_commands(sub: Any) -> None:
             "The merger, apart from the stream (merge.in_stream: false; a second job on a cluster): it learns of "
             "landings from the changelog and merges each table once merge.min_events changes are pending or "
             "the oldest is merge.max_delay_seconds old, most overdue first. SIGTERM/SIGINT stop it after the "
-            "running round. Never run it beside a stream that merges too (merge.in_stream: true)."
+            "running round (a second one: at once). With metrics.port set it serves /metrics (per table the "
+            "landing it holds, pending changes, merge lag, stopped) and /healthz (503 once a round has run "
+            "for metrics.unhealthy_after_seconds). Never run it beside a stream that merges too "
+            "(merge.in_stream: true)."
         ),
     )
     add_config_argument(merge)

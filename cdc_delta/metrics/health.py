@@ -1,4 +1,5 @@
-"""Whether the stream is healthy, for ``/healthz``: its query runs and its batches keep finishing."""
+"""Whether the stream (or a merge job) is healthy, for ``/healthz``: its query runs and its batches keep
+finishing (a merge job: its rounds)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,15 @@ def judge(
         return Health(False, f"{since} (limit {limit_s:.0f}s) while {waiting_records} records wait in Kafka")
     waiting = "unknown" if waiting_records is None else str(waiting_records)
     return Health(True, f"ok: last batch {since_last_batch_s:.0f}s ago, {waiting} records waiting")
+
+
+def judge_merger(
+    *, running_for_s: float | None, since_last_round_s: float, pending_tables: int, limit_s: float
+) -> Health:
+    """Unhealthy when a merge round has run for more than ``limit_s`` (``running_for_s``; None between
+    rounds). A merger waiting for tables to become due is healthy however long it waits; one that falls
+    behind says so in its metrics (merge lag), which a probe that restarts it would not help."""
+    if running_for_s is not None and running_for_s > limit_s:
+        return Health(False, f"a merge round has run for {running_for_s:.0f}s (limit {limit_s:.0f}s)")
+    doing = "a round running" if running_for_s is not None else f"last round {since_last_round_s:.0f}s ago"
+    return Health(True, f"ok: {doing}, {pending_tables} tables with changes pending")

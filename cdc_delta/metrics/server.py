@@ -1,37 +1,40 @@
-"""The stream's HTTP endpoint: ``/metrics`` for Prometheus and ``/healthz`` for probes (200 or 503
-with one line saying why), plus the thread that reads the consumer lag from the broker."""
+"""The HTTP endpoint of the stream and of ``cdc-delta merge``: ``/metrics`` for Prometheus and
+``/healthz`` for probes (200 or 503 with one line saying why), plus, for the stream, the thread that
+reads the consumer lag from the broker."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pyspark.sql.streaming import StreamingQuery
 
 from cdc_delta.config import AppConfig
 from cdc_delta.exceptions import ConfigError, KafkaUnavailable
 from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.offsets import partition_lag
-from cdc_delta.metrics.health import Health, judge
+from cdc_delta.metrics.health import Health, judge, judge_merger
+from cdc_delta.metrics.merge import MergeMetrics
 from cdc_delta.metrics.stream import StreamMetrics
 
 logger = logging.getLogger(__name__)
 
 
 class MetricsServer:
-    """Serves ``metrics`` and the health of the query given to :meth:`start` until :meth:`close`.
+    """Serves a registry's metrics, and the health :meth:`start` is given, until :meth:`close`.
 
     The port is taken when the server is made, before Spark starts, so that a port in use is a
     one-line error at once."""
 
-    def __init__(self, config: AppConfig, metrics: StreamMetrics) -> None:
+    def __init__(self, config: AppConfig, registry: CollectorRegistry) -> None:
         self.config = config
-        self.metrics = metrics
-        self.query: StreamingQuery | None = None
+        self.registry = registry
+        self._health: Callable[[], Health] = lambda: Health(False, "starting")
         self._closed = threading.Event()
         where = f"{config.metrics.host}:{config.metrics.port}"
         try:
@@ -44,10 +47,13 @@ class MetricsServer:
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
 
-    def start(self, query: StreamingQuery) -> MetricsServer:
-        self.query = query
+    def start(self, health: Callable[[], Health], lag_of: StreamMetrics | None = None) -> MetricsServer:
+        """Serve, with ``/healthz`` answering ``health()``; with ``lag_of``, read the stream's consumer
+        lag from the broker into it every ``metrics.lag_refresh_seconds``."""
+        self._health = health
         threading.Thread(target=self._httpd.serve_forever, name="cdc-delta-metrics", daemon=True).start()
-        threading.Thread(target=self._read_lag, name="cdc-delta-lag", daemon=True).start()
+        if lag_of is not None:
+            threading.Thread(target=self._read_lag, args=(lag_of,), name="cdc-delta-lag", daemon=True).start()
         logger.info("metrics on http://%s:%d/metrics, health on /healthz", self.config.metrics.host, self.port)
         return self
 
@@ -57,35 +63,48 @@ class MetricsServer:
         self._httpd.server_close()
 
     def health(self) -> Health:
-        query = self.query
-        if query is None:
-            return Health(False, "the streaming query has not started yet")
-        active = query.isActive
-        failure = None
-        if not active:
-            exc = query.exception()
-            failure = str(exc).split("\n")[0] if exc is not None else None
-        return judge(
-            active=active,
-            failure=failure,
-            trigger_active=bool(active and query.status.get("isTriggerActive")),
-            since_last_batch_s=time.monotonic() - self.metrics.last_finished,
-            waiting_records=self.metrics.waiting_records(),
-            limit_s=self.config.metrics.unhealthy_after_seconds,
-        )
+        return self._health()
 
-    def _read_lag(self) -> None:
+    def _read_lag(self, metrics: StreamMetrics) -> None:
         kafka, warned = self.config.kafka, False
         while not self._closed.is_set():
             try:
                 lags = partition_lag(brokers(kafka), self.config.app_id, kafka.topics, kafka.topic_pattern, 1)
-                self.metrics.partition_lag.update(lags)
+                metrics.partition_lag.update(lags)
                 warned = False
             except KafkaUnavailable as exc:
                 if not warned:  # once per outage, not once per reading
                     logger.warning("consumer lag metrics: cannot read offsets from the broker: %s", exc)
                 warned = True
             self._closed.wait(self.config.metrics.lag_refresh_seconds)
+
+
+def query_health(config: AppConfig, metrics: StreamMetrics, query: StreamingQuery) -> Health:
+    """The stream's health: its query runs and its batches keep finishing (:func:`~.health.judge`)."""
+    active = query.isActive
+    failure = None
+    if not active:
+        exc = query.exception()
+        failure = str(exc).split("\n")[0] if exc is not None else None
+    return judge(
+        active=active,
+        failure=failure,
+        trigger_active=bool(active and query.status.get("isTriggerActive")),
+        since_last_batch_s=time.monotonic() - metrics.last_finished,
+        waiting_records=metrics.waiting_records(),
+        limit_s=config.metrics.unhealthy_after_seconds,
+    )
+
+
+def merger_health(config: AppConfig, metrics: MergeMetrics) -> Health:
+    """A merge job's health: its rounds keep finishing (:func:`~.health.judge_merger`)."""
+    now, started = time.monotonic(), metrics.round_started
+    return judge_merger(
+        running_for_s=None if started is None else now - started,
+        since_last_round_s=now - metrics.last_round_end,
+        pending_tables=metrics.pending_tables(),
+        limit_s=config.metrics.unhealthy_after_seconds,
+    )
 
 
 def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
@@ -95,7 +114,7 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             path = self.path.split("?")[0]
             if path == "/metrics":
-                self._answer(200, generate_latest(server.metrics.registry), CONTENT_TYPE_LATEST)
+                self._answer(200, generate_latest(server.registry), CONTENT_TYPE_LATEST)
             elif path in ("/healthz", "/health"):
                 health = server.health()
                 self._answer(200 if health.healthy else 503, (health.reason + "\n").encode(), "text/plain")

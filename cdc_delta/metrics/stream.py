@@ -6,7 +6,7 @@ Counters carry ``table`` labels for the configured tables only (records routed t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -15,11 +15,11 @@ from prometheus_client.registry import Collector
 from cdc_delta.config import AppConfig
 from cdc_delta.kafka.offsets import PartitionLag
 from cdc_delta.merger.run import RoundResult
+from cdc_delta.metrics.merge import DURATION_BUCKETS, MergeMetrics
 from cdc_delta.stream.results import BatchResult
 
 UNROUTED = "(unrouted)"
 OUTCOMES = ("in", "landed", "dead_lettered", "skipped")
-DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 
 
 class StreamMetrics:
@@ -44,46 +44,10 @@ class StreamMetrics:
         self.last_batch_end = Gauge(
             "cdc_delta_last_batch_end_timestamp_seconds", "When the last micro-batch finished (Unix time)", registry=r
         )
-        self.version = Gauge(
-            "cdc_delta_table_version", "Delta version of the table's last merge", ["table"], registry=r
-        )
-        self.landed_seq = Gauge(
-            "cdc_delta_changelog_landing", "Number of the newest landing in the changelog", registry=r
-        )
-        self.merged_seq = Gauge(
-            "cdc_delta_table_merged_landing",
-            "The newest landing the table holds (its last merge)",
-            ["table"],
-            registry=r,
-        )
-        self.pending = Gauge(
-            "cdc_delta_table_pending_changes", "Changes landed but not merged into the table yet", ["table"], registry=r
-        )
-        self.merge_lag = Gauge(
-            "cdc_delta_table_merge_lag_seconds",
-            "Age of the table's oldest pending change (0: none pending); live views see them already",
-            ["table"],
-            registry=r,
-        )
-        self.merge_dead = Counter(
-            "cdc_delta_merge_dead_lettered",
-            "Landed changes the merge dead-lettered (their images could not be made canonical; counted as "
-            "landed by cdc_delta_events)",
-            ["table"],
-            registry=r,
-        )
-        self.round_duration = Histogram(
-            "cdc_delta_merge_round_duration_seconds", "Time of one merge round", buckets=DURATION_BUCKETS, registry=r
-        )
+        self.merges = MergeMetrics(r)
         self.source_ts = Gauge(
             "cdc_delta_table_source_timestamp_seconds",
             "Source (binlog) time of the newest change applied to the table (Unix time)",
-            ["table"],
-            registry=r,
-        )
-        self.stopped = Gauge(
-            "cdc_delta_table_stopped",
-            "1 while the table is stopped (its changes stay pending in the changelog)",
             ["table"],
             registry=r,
         )
@@ -92,24 +56,20 @@ class StreamMetrics:
         self.partition_lag = _LagCollector()
         r.register(self.partition_lag)
         r.register(_FreshnessCollector(self.source_ts))
-        self.tables_known(t.name for t in config.listed_tables)
+        self.tables_known([t.name for t in config.listed_tables])
         for result in ("ok", "failed"):
             self.batches.labels(result)
         self._newest: dict[str, float] = {}
-        self._pending_tables: set[str] = set()
         self.last_finished = time.monotonic()
         """Monotonic time of the last finished batch (the start before the first)."""
 
-    def tables_known(self, names: Iterable[str]) -> None:
+    def tables_known(self, names: Collection[str]) -> None:
         """Every series of these tables from the start, so that ``rate()`` and ``absent()`` work: the
         listed tables at once, those the pattern entries made once the table index is read."""
         for name in names:
             for outcome in OUTCOMES:
                 self.events.labels(name, outcome)
-            self.stopped.labels(name).set(0)
-            self.merge_dead.labels(name)
-            self.pending.labels(name).set(0)
-            self.merge_lag.labels(name).set(0)
+        self.merges.tables_known(names)
 
     def batch_done(self, result: BatchResult) -> None:
         """Count one applied micro-batch."""
@@ -122,31 +82,14 @@ class StreamMetrics:
             for outcome, n in counts.items():
                 self.events.labels(table or UNROUTED, outcome).inc(n)
         if result.land_seq is not None:
-            self.landed_seq.set(result.land_seq)
+            self.merges.landing_known(result.land_seq)
         for table, ts_ms in result.max_source_ts_ms_by_table.items():
             newest = self._newest[table] = max(ts_ms / 1000, self._newest.get(table, 0.0))
             self.source_ts.labels(table).set(newest)
 
     def round_done(self, result: RoundResult) -> None:
-        """Count one merge round: versions, positions, stopped tables, what is left pending."""
-        self.round_duration.observe(result.duration_s)
-        for t in result.tables:
-            if t.merge is not None and t.merge.version is not None:
-                self.version.labels(t.table).set(t.merge.version)
-            held = result.through_seq if t.error is None else t.merged_through  # stopped partway: what it holds
-            if held is not None:
-                self.merged_seq.labels(t.table).set(held)
-                self.merge_dead.labels(t.table).inc(t.dead)
-            self.stopped.labels(t.table).set(1 if t.error else 0)
-        now = time.time()
-        for table in list(self._pending_tables):
-            if table not in result.pending:
-                self.pending.labels(table).set(0)
-                self.merge_lag.labels(table).set(0)
-        for table, pending in result.pending.items():
-            self.pending.labels(table).set(pending.events)
-            self.merge_lag.labels(table).set(pending.age(now))
-        self._pending_tables = set(result.pending)
+        """Count one merge round of the merger beside the ingest."""
+        self.merges.round_done(result)
 
     def batch_failed(self) -> None:
         self.batches.labels("failed").inc()

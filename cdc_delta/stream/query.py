@@ -19,7 +19,7 @@ import signal
 import threading
 from contextlib import nullcontext
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
@@ -242,24 +242,32 @@ def _not_merged(landing: Landing) -> None:
 
 
 class GracefulStop:
-    """First SIGTERM/SIGINT: stop once the running batch is done. Second: stop now."""
+    """First SIGTERM/SIGINT: stop once the running batch (``unit``) is done. Second: stop now; with
+    ``hand_back``, by the handlers there were before :meth:`install` (the command line's, which end the
+    command at once: a merge job's round runs in the main thread, and its commits are atomic)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "batch", hand_back: bool = False) -> None:
         self.requested = threading.Event()
         self.signals = 0
+        self.unit = unit
+        self.hand_back = hand_back
+        self._before: dict[int, Any] = {}
 
     def install(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
+            self._before[sig] = signal.signal(sig, self._handle)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         self.requested.set()
         name = signal.Signals(signum).name
-        if self.signals == 1:
-            logger.warning("%s: stopping after the current batch (send it again to stop at once)", name)
-        else:
-            logger.warning("%s again: stopping now; the interrupted batch is replayed on restart", name)
+        if self.signals > 1:
+            logger.warning("%s again: stopping now; the interrupted %s is run again on restart", name, self.unit)
+            return
+        logger.warning("%s: stopping after the current %s (send it again to stop at once)", name, self.unit)
+        if self.hand_back:
+            for sig, handler in self._before.items():
+                signal.signal(sig, handler)
 
 
 def run_until_stopped(

@@ -22,7 +22,7 @@ def test_the_endpoint_listens_on_this_machine_and_drops_a_silent_client() -> Non
             "metrics": {"port": 0, "request_timeout_seconds": 1},
         }
     )
-    endpoint = MetricsServer(config, StreamMetrics(config))
+    endpoint = MetricsServer(config, StreamMetrics(config).registry)
     assert endpoint._httpd.server_address[0] == "127.0.0.1"  # noqa: SLF001 (the bound address is the point)
     threading.Thread(target=endpoint._httpd.serve_forever, daemon=True).start()  # noqa: SLF001 (no query to watch)
     try:

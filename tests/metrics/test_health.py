@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_delta.metrics.health import judge
+from cdc_delta.metrics.health import judge, judge_merger
 
 RUNNING = dict(active=True, failure=None, trigger_active=False, waiting_records=0, limit_s=60)
 
@@ -24,5 +24,19 @@ RUNNING = dict(active=True, failure=None, trigger_active=False, waiting_records=
 )
 def test_health(state: dict, healthy: bool, says: str) -> None:
     health = judge(**{**RUNNING, "since_last_batch_s": 5, **state})
+    assert health.healthy is healthy
+    assert says in health.reason
+
+
+@pytest.mark.parametrize(
+    ("running_for_s", "healthy", "says"),
+    [
+        (None, True, "ok: last round 30s ago, 2 tables with changes pending"),
+        (599.0, True, "ok: a round running, 2 tables"),
+        (601.0, False, "a merge round has run for 601s (limit 600s)"),
+    ],
+)
+def test_merger_health(running_for_s: float | None, healthy: bool, says: str) -> None:
+    health = judge_merger(running_for_s=running_for_s, since_last_round_s=30, pending_tables=2, limit_s=600)
     assert health.healthy is healthy
     assert says in health.reason

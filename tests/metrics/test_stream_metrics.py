@@ -18,7 +18,7 @@ from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
-from cdc_delta.metrics.server import MetricsServer
+from cdc_delta.metrics.server import MetricsServer, query_health
 from cdc_delta.metrics.stream import UNROUTED, StreamMetrics
 from cdc_delta.stream.query import start_stream
 from tests.prom import samples
@@ -63,11 +63,11 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
     path.write_text(yaml.safe_dump(data))
     config = load_config(path, env={})
     metrics = StreamMetrics(config)
-    endpoint = MetricsServer(config, metrics)
+    endpoint = MetricsServer(config, metrics.registry)
     caplog.set_level(logging.INFO, logger="cdc_delta.stream.query")
     stream = start_stream(spark, config, metrics=metrics)
     query = stream.query
-    endpoint.start(query)
+    endpoint.start(lambda: query_health(config, metrics, query), lag_of=metrics)
     try:
         wait_for(lambda: events(scrape(endpoint.port), "in") == records, 300, "every record counted")
         # the lag is read from the broker once the last batch's offsets are committed
