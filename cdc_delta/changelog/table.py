@@ -21,8 +21,9 @@ and shard, the Kafka record (its key and timestamp too), the micro-batch, and th
 Either is typed at merge time. Each schema is stored once, in the schemas table beside
 (``<changelog>_schemas``). The tables that pattern entries made are listed
 in the table index (``<changelog>_tables``, :mod:`.table_index`). The changelog is not partitioned: a batch's rows
-are sorted by table into files of small row groups, so that reading one table's changes skips the
-row groups of the others, and the files of landings a table has merged are skipped by ``land_seq``.
+are sorted by table into files of small row groups (``changelog.row_group_mb``, a fraction of a landing's
+file), so that reading one table's changes skips most of the others' row groups, and the files of
+landings a table has merged are skipped by ``land_seq``.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def row_group_confs(config: AppConfig) -> dict[str, str]:
     """The session conf of the changelog's writers (a landing, maintenance's OPTIMIZE): Parquet row groups
     of ``changelog.row_group_mb``, so that a reader of one table's changes skips the others' (each
     landing's rows are sorted by table)."""
-    return {"parquet.block.size": str(config.changelog.row_group_mb * 1024 * 1024)}
+    return {"parquet.block.size": str(int(config.changelog.row_group_mb * 1024 * 1024))}
 
 
 def schemas_path(config: AppConfig) -> str:
