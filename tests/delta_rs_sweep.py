@@ -10,6 +10,7 @@ the documented opt-in that delta-rs cannot open, and are left out."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -83,4 +84,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # Without the interpreter's teardown, where a native thread of Arrow's still alive after hundreds of
+    # delta-rs scans can abort a sweep that succeeded (exit -6), as cdc_delta.cli.main.run says.
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -71,8 +71,8 @@ def changelog_path(config: AppConfig) -> str:
 
 def row_group_confs(config: AppConfig) -> dict[str, str]:
     """The session conf of the changelog's writers (a landing, maintenance's OPTIMIZE): Parquet row groups
-    of ``changelog.row_group_mb``, so that a reader of one table's changes skips the others' (each
-    landing's rows are sorted by table)."""
+    of ``changelog.row_group_mb``, so that a reader of one table's changes skips most of the others'
+    (each landing's rows are sorted by table)."""
     return {"parquet.block.size": str(int(config.changelog.row_group_mb * 1024 * 1024))}
 
 

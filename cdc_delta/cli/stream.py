@@ -197,61 +197,74 @@ def cmd_merge(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
         from cdc_delta.metrics.merge import MergeMetrics
-        from cdc_delta.metrics.server import MetricsServer, merger_health
+        from cdc_delta.metrics.server import MetricsServer
 
         metrics = MergeMetrics(CollectorRegistry())
         metrics.tables_known([t.name for t in config.listed_tables])
         server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
-    stop = GracefulStop("merge round", hand_back=True)
-    stop.install()
-    merger = Merger(spark_for(config), config)
-    if server is not None and metrics is not None:
-        watched = metrics
-        server.start(lambda: merger_health(config, watched))
     try:
-        if args.until_caught_up:
-            merger.merge_all()
-        else:
-            _merge_until_stopped(config, merger, stop, metrics)
+        stop = GracefulStop("merge round", hand_back=True)
+        stop.install()
+        merger = Merger(spark_for(config), config)
+        try:
+            if server is not None and metrics is not None:
+                from cdc_delta.metrics.server import merger_health
+
+                watched = metrics
+                server.start(lambda: merger_health(config, watched))
+            caught_up = _merge_until_stopped(config, merger, stop, metrics, args.until_caught_up)
+        finally:
+            merger.close()
     finally:
-        merger.close()
         if server is not None:
             server.close()
-    if args.until_caught_up:
+    if caught_up:
         return caught_up_exit(merger.applier.stopped_tables())
     print_stopped(merger.applier.stopped_tables(), sys.stdout)
     return 0
 
 
-def _merge_until_stopped(config: AppConfig, merger: Merger, stop: GracefulStop, metrics: MergeMetrics | None) -> None:
-    """Merge the tables as they become due until a stop is requested (after the round under way); the
-    job's one line at the end: how many rounds merged how many changes."""
+def _merge_until_stopped(
+    config: AppConfig, merger: Merger, stop: GracefulStop, metrics: MergeMetrics | None, until_caught_up: bool
+) -> bool:
+    """Merge the tables as they become due (``until_caught_up``: every table with changes pending now,
+    round after round, until none is left but in stopped tables) until a stop is requested, after the
+    round under way. Returns whether it caught up; the job's one line at the end says how many rounds
+    merged how many changes."""
     import time
 
     started, rounds, changes = time.monotonic(), 0, 0
-    logger.info("merger %s started: every table due by merge.min_events / merge.max_delay_seconds", config.app_id)
+    if not until_caught_up:
+        logger.info("merger %s started: every table due by merge.min_events / merge.max_delay_seconds", config.app_id)
     while not stop.requested.is_set():
-        merger.poll()
         if metrics is not None:
-            metrics.landing_known(merger.schedule.newest_seq)
-            metrics.round_begins()
-        result = merger.round()
+            metrics.round_begins()  # a poll (the first reads the changelog whole) counts as the round's
+        if not until_caught_up:
+            merger.poll()
+        result = merger.round(every=until_caught_up)
         if metrics is not None:
             metrics.round_done(result)
+            metrics.landing_known(merger.schedule.newest_seq)
+            metrics.pending_now(merger.schedule.pending())  # between rounds too: landings polled, lag growing
         if result is not None:
             logger.info("%s", result.summary())
             rounds += 1
-            changes += sum(t.events for t in result.tables if not t.error)
+            changes += result.merged_events
             continue
+        if until_caught_up:
+            break
         wait = merger.schedule.next_due_in(time.time(), merger.stopped_tables())
         stop.requested.wait(timeout=5.0 if wait is None else min(5.0, max(0.5, wait)))
+    caught_up = until_caught_up and not stop.requested.is_set()
     logger.info(
-        "merger %s stopped on request: %d rounds merged %d changes in %.0fs",
+        "merger %s %s: %d rounds merged %d changes in %.0fs",
         config.app_id,
+        "caught up" if caught_up else "stopped on request",
         rounds,
         changes,
         time.monotonic() - started,
     )
+    return caught_up
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -438,10 +451,10 @@ def add_commands(sub: Any) -> None:
             "The merger, apart from the stream (merge.in_stream: false; a second job on a cluster): it learns of "
             "landings from the changelog and merges each table once merge.min_events changes are pending or "
             "the oldest is merge.max_delay_seconds old, most overdue first. SIGTERM/SIGINT stop it after the "
-            "running round (a second one: at once). With metrics.port set it serves /metrics (per table the "
-            "landing it holds, pending changes, merge lag, stopped) and /healthz (503 once a round has run "
-            "for metrics.unhealthy_after_seconds). Never run it beside a stream that merges too "
-            "(merge.in_stream: true)."
+            "running round (a second one: at once, after the MERGEs running). With metrics.port set it serves "
+            "/metrics (per table the landing it holds, pending changes, merge lag, stopped) and /healthz (503 "
+            "once a round has run for metrics.unhealthy_after_seconds). Never run it beside a stream that "
+            "merges too (merge.in_stream: true)."
         ),
     )
     add_config_argument(merge)

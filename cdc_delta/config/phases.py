@@ -17,7 +17,7 @@ class ChangelogConfig(Frozen):
     """Maintenance deletes changes every table has merged once they are older than this; a change a
     table has not merged yet is never deleted. Within it, ``cdc-delta rebuild`` rebuilds a table without
     Kafka."""
-    row_group_mb: float = Field(default=0.25, gt=0)
+    row_group_mb: float = Field(default=0.25, ge=1 / 64)
     """Parquet row-group size of the changelog's files (as Parquet measures it while it writes: a row
     group on disk is smaller). Each landing's rows are sorted by table, so a merge or a live view reading
     one table's changes skips the row groups that hold none of them: at 100 tables, landings of 10,000

@@ -83,7 +83,9 @@ class TableWorkers:
     def map(self, action: Callable[[SparkSession, W], R], items: Sequence[W]) -> list[R]:
         """``action(session, item)`` for every item, in order of ``items``; the first error is raised
         once every item has finished (the others' commits stand: each is idempotent per batch). The
-        stream's table work catches its own table's errors: what reaches here fails the batch."""
+        stream's table work catches its own table's errors: what reaches here fails the batch. A stop
+        (a signal's exception, not an :class:`Exception`) is raised at once: the items not started are
+        not started, those running finish in the pool (their commits are whole or nothing)."""
         if self._pool is None or len(items) < 2:
             return [action(self.spark, item) for item in items]
 
@@ -95,8 +97,12 @@ class TableWorkers:
         for future in futures:
             try:
                 results.append(future.result())
-            except BaseException as exc:  # re-raised below, after the other tables are done
+            except Exception as exc:  # noqa: BLE001 (re-raised below, after the other tables are done)
                 error = error or exc
+            except BaseException:
+                for waiting in futures:
+                    waiting.cancel()
+                raise
         if error is not None:
             raise error
         return results

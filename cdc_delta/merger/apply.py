@@ -84,15 +84,14 @@ class TableResult:
     merged_through: int | None = None
     """For a table stopped partway (at a schema change it cannot follow), the newest landing it holds:
     every change before the refused one is merged."""
+    merged_events: int = 0
+    """For a table stopped partway, the changes it merged (:attr:`events` are those left pending)."""
+    refused: str | None = None
+    """For a table stopped partway, the schema change it cannot follow (what :attr:`error` begins with)."""
 
     @property
     def truncated(self) -> int:
         return self.merge.truncated if self.merge is not None else 0
-
-
-def merged_before(through: int) -> str:
-    """What the reason of a table stopped partway adds: how far it is merged."""
-    return f"Its changes landed before that change are merged (through landing {through})."
 
 
 class TableApplier:
@@ -186,9 +185,12 @@ class TableApplier:
         self._merged[work.name] = through
         if ordered.error is None:
             return TableResult(work.name, work.events, merge=merge, dead=dead)
-        refused = SchemaChangeError(f"{ordered.error} {merged_before(through)}")
+        merged = f"Its changes landed before that change are merged (through landing {through})."
+        refused = SchemaChangeError(f"{ordered.error} {merged}")
         stopped = self._stop_table(spark, dataclasses.replace(work, events=left), path, refused)
-        return dataclasses.replace(stopped, merge=merge, dead=dead, merged_through=through)
+        return dataclasses.replace(
+            stopped, merge=merge, dead=dead, merged_through=through, merged_events=held, refused=str(ordered.error)
+        )
 
     @staticmethod
     def _split_at(batch: TableRound, name: str, through: int) -> tuple[int, int, int | None]:

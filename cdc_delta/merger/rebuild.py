@@ -24,7 +24,7 @@ from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import KnownTable, TableRegistry, registry_path
 from cdc_delta.exceptions import CdcDeltaError
-from cdc_delta.merger.apply import TableApplier, TableRound, merged_before
+from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import table_work
 from cdc_delta.merger.target import table_state
 
@@ -105,13 +105,10 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
         _forget(spark, registry, name, before, staging)
         if result.merged_through is None:
             raise RebuildError(f"cannot rebuild {name}: {result.error}")
-        # The merge's reason, without what it says of the rebuilt table (discarded) and of the way out
-        # (a rebuild meets the same change).
-        refused = result.error.removesuffix(" " + merged_before(result.merged_through)).split(". ")[0]
         raise RebuildError(
-            f"cannot rebuild {name}: its changes after landing {result.merged_through} cannot be merged ({refused}). "
-            f"The rebuilt table was discarded and {name} is as it was; the stream stops it at the same change: "
-            "migrate the column, or read the table from the source again"
+            f"cannot rebuild {name}: its changes after landing {result.merged_through} cannot be merged. "
+            f"The rebuilt table was discarded and {name} is as it was; the stream stops it at the same change, "
+            f"where the merge said: {result.refused}"
         )
     replaced = _swap(spark, path, staging)
     state = table_state(spark, path)

@@ -82,6 +82,11 @@ class RoundResult:
         return sum(t.dead for t in self.tables if not t.error or t.merged_through is not None)
 
     @property
+    def merged_events(self) -> int:
+        """Changes the round merged (of a table stopped partway, those before the change it refused)."""
+        return sum(t.merged_events if t.error else t.events for t in self.tables)
+
+    @property
     def pending_events(self) -> int:
         return sum(p.events for p in self.pending.values())
 
@@ -105,7 +110,7 @@ class RoundResult:
             shown.append(f"{t.table}: {t.events} changes -> {m.source_rows} keys {state}{trunc}{dead} v{m.version}")
         if len(merged) > SHOWN_TABLES:
             shown.append(f"and {len(merged) - SHOWN_TABLES} more")
-        changes = sum(t.events for t in self.tables if not t.error)
+        changes = self.merged_events
         behind = ""
         if self.pending:
             oldest = f", oldest {self.oldest_pending_s:.0f}s" if self.oldest_pending_s is not None else ""

@@ -38,12 +38,16 @@ def judge(
 
 
 def judge_merger(
-    *, running_for_s: float | None, since_last_round_s: float, pending_tables: int, limit_s: float
+    *, running_for_s: float | None, since_last_round_s: float | None, pending_tables: int, limit_s: float
 ) -> Health:
     """Unhealthy when a merge round has run for more than ``limit_s`` (``running_for_s``; None between
-    rounds). A merger waiting for tables to become due is healthy however long it waits; one that falls
-    behind says so in its metrics (merge lag), which a probe that restarts it would not help."""
+    rounds; ``since_last_round_s`` None before the first). A merger waiting for tables to become due is
+    healthy however long it waits; one that falls behind says so in its metrics (merge lag), which a
+    probe that restarts it would not help."""
     if running_for_s is not None and running_for_s > limit_s:
         return Health(False, f"a merge round has run for {running_for_s:.0f}s (limit {limit_s:.0f}s)")
-    doing = "a round running" if running_for_s is not None else f"last round {since_last_round_s:.0f}s ago"
+    if running_for_s is not None:
+        doing = "a round running" if since_last_round_s is not None else "the first round running"
+    else:
+        doing = f"last round {since_last_round_s:.0f}s ago" if since_last_round_s is not None else "no round yet"
     return Health(True, f"ok: {doing}, {pending_tables} tables with changes pending")

@@ -5,11 +5,12 @@ the newest landing known, for ``cdc-delta merge`` (a job of its own)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from cdc_delta.merger.run import RoundResult
+from cdc_delta.merger.schedule import Pending
 
 DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 
@@ -42,8 +43,8 @@ class MergeMetrics:
         )
         self.merge_dead = Counter(
             "cdc_delta_merge_dead_lettered",
-            "Landed changes the merge dead-lettered (their images could not be made canonical; counted as "
-            "landed by cdc_delta_events)",
+            "Landed changes the merge dead-lettered (their images could not be made canonical; the stream's "
+            "cdc_delta_events counted them as landed)",
             ["table"],
             registry=r,
         )
@@ -59,8 +60,8 @@ class MergeMetrics:
         self._pending_tables: set[str] = set()
         self.round_started: float | None = None
         """Monotonic time the round under way started (None between rounds)."""
-        self.last_round_end = time.monotonic()
-        """Monotonic time of the last finished round (the start before the first)."""
+        self.last_round_end: float | None = None
+        """Monotonic time the last round (or the look for a due table) ended; None before the first."""
 
     def tables_known(self, names: Iterable[str]) -> None:
         """Every merge series of these tables from the start (``rate()`` and ``absent()`` work)."""
@@ -95,15 +96,18 @@ class MergeMetrics:
                 self.merged_seq.labels(t.table).set(held)
                 self.merge_dead.labels(t.table).inc(t.dead)
             self.stopped.labels(t.table).set(1 if t.error else 0)
+        self.pending_now(result.pending)
+
+    def pending_now(self, pending: Mapping[str, Pending]) -> None:
+        """What is pending per table now (stopped tables included); the others have nothing pending."""
         now = time.time()
-        for table in list(self._pending_tables):
-            if table not in result.pending:
-                self.pending.labels(table).set(0)
-                self.merge_lag.labels(table).set(0)
-        for table, pending in result.pending.items():
-            self.pending.labels(table).set(pending.events)
-            self.merge_lag.labels(table).set(pending.age(now))
-        self._pending_tables = set(result.pending)
+        for table in self._pending_tables - set(pending):
+            self.pending.labels(table).set(0)
+            self.merge_lag.labels(table).set(0)
+        for table, waiting in pending.items():
+            self.pending.labels(table).set(waiting.events)
+            self.merge_lag.labels(table).set(waiting.age(now))
+        self._pending_tables = set(pending)
 
     def pending_tables(self) -> int:
         """Tables with changes pending after the last round."""

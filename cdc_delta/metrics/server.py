@@ -45,12 +45,14 @@ class MetricsServer:
                 "(or metrics.host to an address of this machine)"
             ) from None
         self._httpd.daemon_threads = True
+        self._serving = False
         self.port = int(self._httpd.server_address[1])
 
     def start(self, health: Callable[[], Health], lag_of: StreamMetrics | None = None) -> MetricsServer:
         """Serve, with ``/healthz`` answering ``health()``; with ``lag_of``, read the stream's consumer
         lag from the broker into it every ``metrics.lag_refresh_seconds``."""
         self._health = health
+        self._serving = True
         threading.Thread(target=self._httpd.serve_forever, name="cdc-delta-metrics", daemon=True).start()
         if lag_of is not None:
             threading.Thread(target=self._read_lag, args=(lag_of,), name="cdc-delta-lag", daemon=True).start()
@@ -58,8 +60,10 @@ class MetricsServer:
         return self
 
     def close(self) -> None:
+        """Stop serving (if it started) and free the port."""
         self._closed.set()
-        self._httpd.shutdown()
+        if self._serving:  # shutdown() waits for serve_forever to end: for ever where it never began
+            self._httpd.shutdown()
         self._httpd.server_close()
 
     def health(self) -> Health:
@@ -101,7 +105,7 @@ def merger_health(config: AppConfig, metrics: MergeMetrics) -> Health:
     now, started = time.monotonic(), metrics.round_started
     return judge_merger(
         running_for_s=None if started is None else now - started,
-        since_last_round_s=now - metrics.last_round_end,
+        since_last_round_s=None if metrics.last_round_end is None else now - metrics.last_round_end,
         pending_tables=metrics.pending_tables(),
         limit_s=config.metrics.unhealthy_after_seconds,
     )

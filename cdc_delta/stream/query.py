@@ -244,7 +244,8 @@ def _not_merged(landing: Landing) -> None:
 class GracefulStop:
     """First SIGTERM/SIGINT: stop once the running batch (``unit``) is done. Second: stop now; with
     ``hand_back``, by the handlers there were before :meth:`install` (the command line's, which end the
-    command at once: a merge job's round runs in the main thread, and its commits are atomic)."""
+    command at once: a merge job's round is called from the main thread, and its MERGEs commit whole or
+    not at all; those running finish, :meth:`~cdc_delta.delta.workers.TableWorkers.map`)."""
 
     def __init__(self, unit: str = "batch", hand_back: bool = False) -> None:
         self.requested = threading.Event()
@@ -267,7 +268,7 @@ class GracefulStop:
         logger.warning("%s: stopping after the current %s (send it again to stop at once)", name, self.unit)
         if self.hand_back:
             for sig, handler in self._before.items():
-                signal.signal(sig, handler)
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def run_until_stopped(

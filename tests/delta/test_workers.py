@@ -1,5 +1,6 @@
 """The table workers: a session of its own per worker thread (session-wide confs do not leak between
-tables merged at once), results in the order of the items, and an error raised after the rest finished."""
+tables merged at once), results in the order of the items, an error raised after the rest finished, a
+stop (a signal's exception) at once."""
 
 from __future__ import annotations
 
@@ -54,3 +55,27 @@ def test_the_first_error_is_raised_once_every_table_is_done(spark: Any) -> None:
         assert sorted(done) == ["a", "b", "c"]
     finally:
         workers.close()
+
+
+class _Stop(BaseException):
+    """What a stop signal raises (cdc_delta.cli.main.Stopped): not an Exception."""
+
+
+def test_a_stop_is_raised_at_once_and_the_tables_not_started_are_not_started(spark: Any) -> None:
+    started: list[str] = []
+
+    def work(session: Any, item: str) -> str:
+        started.append(item)
+        if item == "stop":
+            raise _Stop
+        time.sleep(0.5)
+        return item
+
+    workers = TableWorkers(spark, 2)
+    try:
+        with pytest.raises(_Stop):
+            workers.map(work, ["stop", "a", "b", "c", "d", "e"])
+    finally:
+        workers.close()
+    # The other worker had taken one or two items by then; the rest were never run.
+    assert "stop" in started and len(started) <= 3, started

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 import requests
 import yaml
 
+from cdc_delta.changelog.table import ensure_tables
 from cdc_delta.config import AppConfig, parse_config
 from cdc_delta.delta.commits import merged_through
 from cdc_delta.demo.batches import kafka_frame
@@ -29,6 +31,7 @@ pytestmark = pytest.mark.spark
 
 TABLES = {f"shop.t{i}": SourceTable("shop", f"t{i}", (Column("id", "int64"), Column("qty", "int32"))) for i in range(2)}
 PORT = re.compile(r"metrics on http://127\.0\.0\.1:(\d+)/metrics")
+STARTED = "merger merge-job started"
 
 
 def land(spark: Any, processor: BatchProcessor, batch_id: int, rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -60,7 +63,9 @@ def config_data(root: Path) -> dict[str, Any]:
         "app_id": "merge-job",
         "storage": {"root": str(root)},
         "tables": [{"name": name, "topics": [f"srv.{name}"], "key": ["id"]} for name in TABLES],
-        "merge": {"in_stream": False, "max_delay_seconds": 1, "min_events": 1},
+        # Due once their oldest change is 20 s old (a few changes never reach min_events): the job's
+        # gauges show them pending meanwhile.
+        "merge": {"in_stream": False, "max_delay_seconds": 20, "min_events": 1000},
         "metrics": {"port": 0, "host": "127.0.0.1", "unhealthy_after_seconds": 600},
     }
 
@@ -71,15 +76,23 @@ def test_the_merge_job_merges_what_lands_and_serves_metrics_equal_to_its_tables(
     path = tmp_path / "cdc.yaml"
     path.write_text(yaml.safe_dump(data))
     processor = BatchProcessor(config, on_landing=lambda landing: None)  # lands only: the job merges
-    land(spark, processor, 0, {"shop.t0": [{"id": 1, "qty": 1}, {"id": 2, "qty": 2}], "shop.t1": [{"id": 1, "qty": 5}]})
+    ensure_tables(spark, config)  # the changelog, before the job reads it
 
     job = StreamProcess(path, tmp_path / "merge.log", command="merge")
     proc = job.start()
     try:
-        wait_for(lambda: PORT.search(job.log.read_text(errors="replace")), 180, "the metrics endpoint")
+        wait_for(lambda: STARTED in job.log.read_text(errors="replace"), 180, "the merger's start")
         match = PORT.search(job.log.read_text(errors="replace"))
         assert match is not None
         port = int(match[1])
+
+        def health() -> str:
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).text
+
+        # Its first look at the changelog done (a cold JVM's first reads took 20 s here): warm.
+        wait_for(lambda: health().startswith("ok: last round"), 180, "the merger's first look for due tables")
+        first = {"shop.t0": [{"id": 1, "qty": 1}, {"id": 2, "qty": 2}], "shop.t1": [{"id": 1, "qty": 5}]}
+        land(spark, processor, 0, first)
 
         def merged_everything(landing: int) -> bool:
             got = scrape(port)
@@ -87,9 +100,18 @@ def test_the_merge_job_merges_what_lands_and_serves_metrics_equal_to_its_tables(
                 got["cdc_delta_table_pending_changes"][name] == 0 for name in TABLES
             )
 
+        def pending() -> dict[str, float]:
+            return scrape(port)["cdc_delta_table_pending_changes"]
+
+        # Between rounds, before the tables are due (20 s; the job polls every 5 s at most): pending.
+        wait_for(lambda: pending() == {"shop.t0": 2, "shop.t1": 1}, 15, "the changes pending")
+        got = scrape(port)
+        assert all(got["cdc_delta_table_merge_lag_seconds"][name] > 0 for name in TABLES), got
+        assert got["cdc_delta_table_merged_landing"] == {}, got
         wait_for(lambda: merged_everything(1), 240, "both tables merged through landing 1")
         # A second landing, made while the job runs: it learns of it from the changelog and merges it.
         land(spark, processor, 1, {"shop.t0": [{"id": 2, "qty": 20}, {"id": 3, "qty": 3}]})
+        wait_for(lambda: pending()["shop.t0"] == 2, 60, "landing 2 pending, learnt from the changelog")
         wait_for(lambda: scrape(port)["cdc_delta_table_merged_landing"].get("shop.t0") == 2, 120, "landing 2 merged")
         got = scrape(port)
         assert got["cdc_delta_changelog_landing"][""] == 2
@@ -104,11 +126,15 @@ def test_the_merge_job_merges_what_lands_and_serves_metrics_equal_to_its_tables(
             for name in TABLES
         }
         assert rows == {"shop.t0": [(1, 1), (2, 20), (3, 3)], "shop.t1": [(1, 5)]}
-        health = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
-        assert health.status_code == 200 and health.text.startswith("ok: "), health.text
+        answer = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+        assert answer.status_code == 200 and answer.text.startswith("ok: last round"), answer.text
     finally:
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=120)
+        try:
+            code = proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
     log = job.log.read_text(errors="replace")
     assert code == 0, log[-3000:]
     assert re.search(r"merger merge-job stopped on request: \d+ rounds merged 5 changes in \d+s$", log.strip()), log[

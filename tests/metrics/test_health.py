@@ -29,14 +29,17 @@ def test_health(state: dict, healthy: bool, says: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("running_for_s", "healthy", "says"),
+    ("running_for_s", "since", "healthy", "says"),
     [
-        (None, True, "ok: last round 30s ago, 2 tables with changes pending"),
-        (599.0, True, "ok: a round running, 2 tables"),
-        (601.0, False, "a merge round has run for 601s (limit 600s)"),
+        (None, 30.0, True, "ok: last round 30s ago, 2 tables with changes pending"),
+        (599.0, 30.0, True, "ok: a round running, 2 tables"),
+        (601.0, 30.0, False, "a merge round has run for 601s (limit 600s)"),
+        (None, None, True, "ok: no round yet"),
+        (12.0, None, True, "ok: the first round running"),
+        (601.0, None, False, "a merge round has run for 601s"),
     ],
 )
-def test_merger_health(running_for_s: float | None, healthy: bool, says: str) -> None:
-    health = judge_merger(running_for_s=running_for_s, since_last_round_s=30, pending_tables=2, limit_s=600)
+def test_merger_health(running_for_s: float | None, since: float | None, healthy: bool, says: str) -> None:
+    health = judge_merger(running_for_s=running_for_s, since_last_round_s=since, pending_tables=2, limit_s=600)
     assert health.healthy is healthy
     assert says in health.reason
