@@ -1,7 +1,7 @@
 """``cdc-delta merge`` as a job of its own (``merge.in_stream: false``), as a process: it merges what the
 stream lands, learning of landings from the changelog, serves its metrics and health while it runs
 (each table's merged landing, pending changes and merge lag, equal to the Delta tables), and ends on
-SIGTERM with exit code 0."""
+SIGTERM with exit code 0; then ``--until-caught-up`` merges what landed since and ends."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import read_canonical
 from tests.prom import samples
-from tests.services import StreamProcess, wait_for
+from tests.services import StreamProcess, cdc_delta_here, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -137,6 +137,12 @@ def test_the_merge_job_merges_what_lands_and_serves_metrics_equal_to_its_tables(
             raise
     log = job.log.read_text(errors="replace")
     assert code == 0, log[-3000:]
+    # What lands after it stopped: `--until-caught-up` merges it and ends (here, in the tests' JVM).
+    land(spark, processor, 2, {"shop.t1": [{"id": 1, "qty": 6}]})
+    run = cdc_delta_here(path, "merge", "--until-caught-up")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert re.search(r"merger merge-job caught up: 1 rounds merged 1 changes in \d+s", run.stderr), run.stderr[-3000:]
+    assert sorted((r["id"], r["qty"]) for r in read_canonical(spark, config.table_path("shop.t1"))[1]) == [(1, 6)]
     assert re.search(r"merger merge-job stopped on request: \d+ rounds merged 5 changes in \d+s$", log.strip()), log[
         -3000:
     ]
