@@ -243,9 +243,10 @@ def _merge_until_stopped(
             merger.poll()
         result = merger.round(every=until_caught_up)
         if metrics is not None:
-            metrics.round_done(result)
+            metrics.round_done(result)  # a round's result holds what it left pending
             metrics.landing_known(merger.schedule.newest_seq)
-            metrics.pending_now(merger.schedule.pending())  # between rounds too: landings polled, lag growing
+            if result is None:  # no round: what is pending now (landings polled, the lag growing)
+                metrics.pending_now(merger.schedule.pending())
         if result is not None:
             logger.info("%s", result.summary())
             rounds += 1

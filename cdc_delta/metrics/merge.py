@@ -110,5 +110,5 @@ class MergeMetrics:
         self._pending_tables = set(pending)
 
     def pending_tables(self) -> int:
-        """Tables with changes pending after the last round."""
+        """Tables with changes pending at the last reading (:meth:`pending_now`)."""
         return len(self._pending_tables)
