@@ -14,12 +14,14 @@ from cdc_delta.metrics.textfile import job_metrics
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from cdc_delta.views.fresh import FreshView
     from cdc_delta.views.live_tables import LiveTable
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from cdc_delta.lock import LockHeld
     from cdc_delta.maintenance.run import run_maintenance
+    from cdc_delta.views import fresh
     from cdc_delta.views.live_tables import register
 
     config = load_config(args.config)
@@ -27,7 +29,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     if hazard:
         logger.warning("maintain: %s", hazard)
     with job_metrics(config, "maintenance") as run:
-        spark = _hive_session(config) if config.live_tables.enabled else spark_for(config)
+        catalog = config.live_tables.enabled or config.fresh_views.enabled
+        spark = _hive_session(config) if catalog else spark_for(config)
         try:
             report = run.report = run_maintenance(spark, config, wait_s=args.wait)
         except LockHeld as exc:  # an overlapping run: the running one does the work; as the snapshot answers
@@ -36,6 +39,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
             return EXIT_NOT_READY
         if config.live_tables.enabled:  # columns the stream added or widened since the last run
             _print_registered(register(spark, config))
+        if config.fresh_views.enabled:  # past what the tables merged since, with the schemas they have now
+            _print_fresh(fresh.register(spark, config))
         run.exit_code = 0
     for t in report.tables:
         print(f"{t.table}: {t.summary()}")
@@ -121,6 +126,30 @@ def cmd_live_tables(args: argparse.Namespace) -> int:
         )
     _print_registered(register(_hive_session(config), config))
     return 0
+
+
+def cmd_fresh_views(args: argparse.Namespace) -> int:
+    from cdc_delta.views import fresh
+
+    config = load_config(args.config)
+    if not args.register:
+        print(f"{fresh.function_ddl(config)};\n")
+        for view in fresh.fresh_views(spark_for(config), config):
+            print(f"-- {view.table}\n{view.view_all_ddl};\n{view.view_ddl};\n")
+        return 0
+    if not config.fresh_views.enabled:
+        logger.warning(
+            "fresh_views.enabled is off: the hourly maintenance does not register these views again, so they "
+            "read ever more of the changelog and do not follow schema changes; turn it on to keep them current"
+        )
+    _print_fresh(fresh.register(_hive_session(config), config))
+    return 0
+
+
+def _print_fresh(views: list[FreshView]) -> None:
+    for view in views:
+        since = f"changes past landing {view.after}, {view.schemas} schemas"
+        print(f"{view.table}: views {view.view}, {view.view_all} ({since})")
 
 
 def _print_registered(tables: list[LiveTable]) -> None:
@@ -214,3 +243,20 @@ def add_commands(sub: Any) -> None:
     add_config_argument(live)
     live.add_argument("--register", action="store_true", help="create or update them in the metastore")
     live.set_defaults(func=cmd_live_tables)
+
+    fresh = sub.add_parser(
+        "fresh-views",
+        help="views in the metastore that show every Spark SQL reader the changes not merged yet: DDL, or --register",
+        description=(
+            "Per replicated table db.name: the view <fresh_views.database>.<db>_<name> of its live rows and "
+            "<db>_<name>_all (soft-deleted rows kept), over the Delta table and the changelog, so that any Spark "
+            "session with the snapshot's metastore sees a change within one trigger whatever the merge delay. A "
+            "view reads the changelog up to the first change its text cannot type (a truncate, a schema the "
+            "table did not have when it was made): from there it shows the table as merged, until it is registered "
+            "again (the hourly maintenance does, with fresh_views.enabled). Without --register, print the DDL; with "
+            "it, create the views and their function (cdc-delta's jar, fresh_views.function_jar) in the metastore."
+        ),
+    )
+    add_config_argument(fresh)
+    fresh.add_argument("--register", action="store_true", help="create or replace them in the metastore")
+    fresh.set_defaults(func=cmd_fresh_views)

@@ -12,6 +12,7 @@ from cdc_delta.config.app import AppConfig, KeyNotKnown, SparkConfig, StorageCon
 from cdc_delta.config.common import is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.env_overrides import ENV_PREFIX
+from cdc_delta.config.fresh_views import FreshViewsConfig
 from cdc_delta.config.jobs import DELTA_MIN_RETENTION_HOURS, MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.kafka import KafkaConfig
 from cdc_delta.config.live_tables import LiveTablesConfig
@@ -30,6 +31,7 @@ __all__ = [
     "CheckConfig",
     "ConnectConfig",
     "SchemaRegistryConfig",
+    "FreshViewsConfig",
     "KafkaConfig",
     "KeyNotKnown",
     "LiveTablesConfig",

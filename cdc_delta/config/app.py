@@ -12,6 +12,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from cdc_delta.config.common import Frozen, absolute, is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.durations import check_trigger_interval
+from cdc_delta.config.fresh_views import FreshViewsConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.kafka import KafkaConfig, unsubscribed
 from cdc_delta.config.live_tables import LiveTablesConfig
@@ -101,6 +102,8 @@ class AppConfig(Frozen):
     """Prometheus metrics and health of the stream; metrics files of the jobs."""
     live_tables: LiveTablesConfig = Field(default_factory=LiveTablesConfig)
     """Hive/Presto/Trino tables over the live Delta tables (symlink manifests)."""
+    fresh_views: FreshViewsConfig = Field(default_factory=FreshViewsConfig)
+    """Views in the metastore that show each table's pending changes to every Spark SQL reader."""
     source: SourceConfig = Field(default_factory=SourceConfig)
     """The source database ``cdc-delta check`` compares the tables with."""
     changelog: ChangelogConfig = Field(default_factory=ChangelogConfig)

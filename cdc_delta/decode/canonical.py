@@ -86,17 +86,8 @@ def made_canonical(
             "(<changelog>_schemas) from a backup",
             lacking,
         )
-    images = {ref: schema for ref in {ref for ref, _ in pairs} if (schema := _image(texts[ref])) is not None}
-    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
-    plans: dict[str, Any] = {"routes": {}, "shapes": []}
-    for ref, table in pairs:
-        if ref not in images:
-            continue  # a schema this code does not decode (read by another version): the reference decodes it
-        schema, key = images[ref], plan.key(table)
-        k = shapes.setdefault((schema.shape, key), len(plans["shapes"]))
-        if k == len(plans["shapes"]):
-            plans["shapes"].append(_shape(schema, key))
-        plans["routes"][f"{ref}\u0000{table}"] = k
+    images = images_of(pairs, texts)
+    plans = function_plans(pairs, images, plan)
     columns = frame.columns
     raw = field("payload").isNotNull()
     if plans["shapes"]:
@@ -126,6 +117,31 @@ def made_canonical(
     refs = sorted({ref for ref, _ in pairs})
     decoded_rows = _left_to_reference(left, plan, refs, texts).persist(StorageLevel.MEMORY_AND_DISK)
     return Held(made_rows.unionByName(decoded_rows), held, decoded_rows)
+
+
+def images_of(pairs: Iterable[tuple[str, str]], texts: Mapping[str, str]) -> dict[str, ImageSchema]:
+    """The image schema of each ref of ``pairs`` whose Connect schema (its text in ``texts``) this code
+    decodes; the others (read by another version) are left to the reference."""
+    refs = {ref for ref, _ in pairs}
+    return {ref: schema for ref in refs if (schema := _image(texts[ref])) is not None}
+
+
+def function_plans(
+    pairs: Iterable[tuple[str, str]], images: Mapping[str, ImageSchema], plan: DecodePlan
+) -> dict[str, Any]:
+    """The plans of the JVM function (:data:`CANONICAL_CLASS`) for the (schema ref, table) ``pairs``:
+    each pair whose ref is in ``images`` routed to its shape (its columns and the table's key)."""
+    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
+    plans: dict[str, Any] = {"routes": {}, "shapes": []}
+    for ref, table in sorted(set(pairs)):
+        if ref not in images:
+            continue  # a schema this code does not decode (read by another version): the reference decodes it
+        schema, key = images[ref], plan.key(table)
+        k = shapes.setdefault((schema.shape, key), len(plans["shapes"]))
+        if k == len(plans["shapes"]):
+            plans["shapes"].append(_shape(schema, key))
+        plans["routes"][f"{ref}\u0000{table}"] = k
+    return plans
 
 
 @functools.lru_cache(maxsize=4096)

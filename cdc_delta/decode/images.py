@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from cdc_delta.decode.connect_values import Conversion, conversion
 from cdc_delta.events.envelope import descriptor_entry, image_fields
 
-_REF_PREFIX = "x"
+REF_PREFIX = "x"
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,15 @@ def schema_ref(schema_id: int) -> str:
     """The reference a changelog row holds to the Connect schema of its image: its schema id (a 64-bit
     hash of the schema's text, :mod:`.jvm`) as ``x`` and 16 hex digits. It cannot be mistaken for the
     id of a column descriptor (:func:`cdc_delta.changelog.table.schema_id`: 24 hex digits)."""
-    return f"{_REF_PREFIX}{schema_id & 0xFFFFFFFFFFFFFFFF:016X}"
+    return f"{REF_PREFIX}{schema_id & 0xFFFFFFFFFFFFFFFF:016X}"
 
 
 def is_schema_ref(schema_id: Column) -> Column:
     """Whether a changelog row's ``schema_id`` is a Connect schema's reference (its image is as Debezium
     wrote it), not a column descriptor's id."""
-    return schema_id.startswith(_REF_PREFIX)
+    return schema_id.startswith(REF_PREFIX)
 
 
 def schema_ref_column(schema_id: Column) -> Column:
     """:func:`schema_ref` of a column of schema ids, in Spark."""
-    return F.concat(F.lit(_REF_PREFIX), F.lpad(F.hex(schema_id), 16, "0"))
+    return F.concat(F.lit(REF_PREFIX), F.lpad(F.hex(schema_id), 16, "0"))

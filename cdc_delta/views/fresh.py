@@ -1,0 +1,326 @@
+"""Fresh views kept in the metastore: per table, a view that any Spark session with that metastore can
+read, showing the table's changes within one trigger whatever the merge delay.
+
+A view kept in a metastore is SQL text: it may not name the temporary views and functions that the
+live views of ``cdc-delta sql`` (:mod:`.live`) are made of. So a fresh view is the table's rows as
+Delta holds them now (the newest version, not one pinned), overridden by the changelog rows of the
+table past the landing it had merged when the view was made (the latest per key by the ordering key:
+rows a merge applied since then lose to, or equal, the table's own). Landed images still as Debezium
+wrote them are made canonical by cdc-delta's Hive function (``cdc_canonical_image``, the JVM function
+of :mod:`cdc_delta.decode.canonical` kept in the metastore with its jar) and typed with ``from_json``,
+as the merger types them.
+
+What the text cannot follow, it does not guess: the changelog rows are read up to the first landing
+that holds a change of the table the view's text cannot type. That is a truncate, a change of a schema
+the table did not have when the view was made (the table's schema changed, or a new one among its
+pending changes), or an image the function leaves to the reference decoder. From there on the view
+shows the table as merged: stale, never wrong. Registering the views again (the hourly maintenance,
+or ``cdc-delta fresh-views --register``) moves each past what its table has merged since.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from cdc_delta import columns as C
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, schemas_path
+from cdc_delta.changelog.table_index import indexed
+from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.decode.canonical import function_plans, images_of
+from cdc_delta.decode.images import REF_PREFIX
+from cdc_delta.decode.plan import decode_plan
+from cdc_delta.events.ordering import SEQ_FIELDS, Seq
+from cdc_delta.exceptions import SchemaChangeError
+from cdc_delta.merger.column_defaults import ColumnDefault
+from cdc_delta.merger.schema_evolution import descriptor_columns, plan_schema
+from cdc_delta.merger.target import table_state
+from cdc_delta.merger.typed import json_type
+from cdc_delta.spark_session import jars_dir
+from cdc_delta.views.catalog import ensure_database
+from cdc_delta.views.live import live_view_names, merged_now
+
+logger = logging.getLogger(__name__)
+
+FUNCTION = "cdc_canonical_image"
+FUNCTION_CLASS = "io.cdcdelta.decode.HiveCanonicalImage"
+ROW_OPS = ("c", "u", "d", "r")
+
+
+@dataclass(frozen=True)
+class FreshView:
+    """One table's fresh views: their names, where their reading of the changelog starts, and DDL."""
+
+    table: str
+    view: str
+    view_all: str
+    after: int
+    """The landing the table had merged when the view was made: the view reads the changelog past it."""
+    schemas: int
+    """The table's schemas (Connect schemas, column descriptors) whose changes the view types."""
+    view_all_ddl: str
+    view_ddl: str
+
+
+def function_ddl(config: AppConfig) -> str:
+    """The persistent function the views call, with the jar a reader loads it from."""
+    jar = config.fresh_views.function_jar or str((jars_dir(config.spark) / "cdc-delta-decoder.jar").resolve())
+    name = f"{C.quote(config.fresh_views.database)}.{FUNCTION}"
+    return f"CREATE OR REPLACE FUNCTION {name} AS '{FUNCTION_CLASS}' USING JAR {C.string_literal(jar)}"
+
+
+def fresh_views(spark: SparkSession, config: AppConfig) -> list[FreshView]:
+    """The views of every replicated table that has a Delta table (one without has none yet: the merger
+    makes it with its first merge)."""
+    config = indexed(spark, config)
+    tables = _named_apart(config.all_tables())
+    landed = _landed_schemas(spark, config)
+    texts = _schema_texts(spark, config, {ref for ids in landed.values() for ref in ids})
+    out = []
+    for table in tables:
+        path = config.storage.table_path(table)
+        if not DeltaTable.isDeltaTable(spark, path):
+            logger.info("%s: no Delta table yet at %s, no fresh view", table.name, path)
+            continue
+        out.append(_fresh_view(spark, config, table, landed.get(table.name, set()), texts))
+    return out
+
+
+def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
+    """Create or replace the function and every table's views in the metastore of ``spark`` (a session
+    with Hive support, :func:`cdc_delta.views.catalog.metastore_conf`)."""
+    ensure_database(spark, config.fresh_views.database)
+    spark.sql(function_ddl(config))
+    views = fresh_views(spark, config)
+    for fresh in views:
+        spark.sql(fresh.view_all_ddl)
+        spark.sql(fresh.view_ddl)
+        logger.info("fresh view %s: the changelog past landing %d", fresh.view, fresh.after)
+    return views
+
+
+def _named_apart(tables: list[TableConfig]) -> list[TableConfig]:
+    """``tables`` without those whose view names another's would take (logged)."""
+    seen: dict[str, str] = {}
+    kept = []
+    for table in tables:
+        view, _ = live_view_names(table)
+        owner = seen.setdefault(view.lower(), table.name)
+        if owner == table.name:
+            kept.append(table)
+        else:
+            logger.warning(
+                "%s: no fresh view: %s would share the view %s; rename one (tables[].name)", table.name, owner, view
+            )
+    return kept
+
+
+def _landed_schemas(spark: SparkSession, config: AppConfig) -> dict[str, set[str]]:
+    """Per table, the schema ids its changes in the changelog were landed with (a Connect schema's
+    reference or a column descriptor's id)."""
+    path = changelog_path(config)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return {}
+    rows = (
+        spark.read.format("delta")
+        .load(path)
+        .where(F.col("op").isin(*ROW_OPS) & F.col("schema_id").isNotNull())
+        .select(TABLE, "schema_id")
+        .distinct()
+        .collect()
+    )
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        out.setdefault(r[TABLE], set()).add(r["schema_id"])
+    return out
+
+
+def _schema_texts(spark: SparkSession, config: AppConfig, ids: set[str]) -> dict[str, str]:
+    """The stored text of each schema id of ``ids``: a Connect schema's, or a column descriptor."""
+    if not ids:
+        return {}
+    stored = spark.read.format("delta").load(schemas_path(config)).where(F.col("schema_id").isin(sorted(ids)))
+    return {r["schema_id"]: r["schema_json"] for r in stored.select("schema_id", "schema_json").collect()}
+
+
+def _descriptors(
+    config: AppConfig, table: TableConfig, landed: set[str], texts: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The column descriptor of each schema id of ``landed`` the view can type (a Connect schema's that the
+    canonical-image function reads, or a descriptor's), and the function's plans for the Connect schemas."""
+    refs = [(ref, table.name) for ref in landed if ref.startswith(REF_PREFIX) and ref in texts]
+    images = images_of(refs, texts)
+    out = {ref: image.descriptor for ref, image in images.items()}
+    out.update({i: texts[i] for i in landed if not i.startswith(REF_PREFIX) and i in texts})
+    return out, function_plans(refs, images, decode_plan(config))
+
+
+def _fresh_view(
+    spark: SparkSession,
+    config: AppConfig,
+    table: TableConfig,
+    landed: set[str],
+    texts: Mapping[str, str],
+) -> FreshView:
+    path = config.storage.table_path(table)
+    after = merged_now(spark, config, table).land_seq
+    state = table_state(spark, path)
+    schema = spark.read.format("delta").load(path).schema
+    descriptors, plans = _descriptors(config, table, landed, texts)
+    # Only the schemas the table's columns hold as they are: a change of any other waits for its merge.
+    typable = {i: d for i, d in descriptors.items() if _fits(table.name, state.business, d, config.allow_type_widening)}
+    view, view_all = live_view_names(table)
+    db = C.quote(config.fresh_views.database)
+    body = _view_sql(config, table, path, schema, after, typable, plans, state.defaults)
+    return FreshView(
+        table=table.name,
+        view=f"{config.fresh_views.database}.{view}",
+        view_all=f"{config.fresh_views.database}.{view_all}",
+        after=after,
+        schemas=len(typable),
+        view_all_ddl=f"CREATE OR REPLACE VIEW {db}.{C.quote(view_all)} AS\n{body}",
+        view_ddl=(
+            f"CREATE OR REPLACE VIEW {db}.{C.quote(view)} AS "
+            f"SELECT * FROM {db}.{C.quote(view_all)} WHERE NOT {C.quote(C.DELETED)}"
+        ),
+    )
+
+
+def _fits(table: str, business: Iterable[tuple[str, str]], descriptor: str, allow_widening: bool) -> bool:
+    """Whether the table's columns take the changes of ``descriptor`` as they are (nothing to add or widen)."""
+    try:
+        return not plan_schema(table, business, [descriptor], allow_widening).changed
+    except SchemaChangeError:
+        return False
+
+
+def _view_sql(
+    config: AppConfig,
+    table: TableConfig,
+    path: str,
+    schema: StructType,
+    after: int,
+    typable: Mapping[str, str],
+    plans: Mapping[str, Any],
+    defaults: Mapping[str, ColumnDefault],
+) -> str:
+    """The SQL of a table's ``_all`` view (see the module's docstring)."""
+    business = [(f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX)]
+    names = [f.name for f in schema.fields]
+    q = C.quote
+    function = f"{q(config.fresh_views.database)}.{FUNCTION}"
+    image = (
+        f"CASE WHEN {_is_ref('schema_id')} THEN {function}(payload, op, schema_id, {q(TABLE)}, "
+        f"{C.string_literal(json.dumps(plans, sort_keys=True))}) ELSE row_json END"
+    )
+    known = f"schema_id IN ({', '.join(C.string_literal(i) for i in sorted(typable))})" if typable else "FALSE"
+    ops = ", ".join(repr(op) for op in ROW_OPS)
+    untypable = f"op NOT IN ({ops}) OR NOT coalesce({known}, FALSE) OR _cdc_image IS NULL"
+    as_read = ", ".join(f"{q(name)} {json_type(type_name)}" for name, type_name in business)
+    positional = ", ".join(f"c{i}: {json_type(type_name)}" for i, (_, type_name) in enumerate(business))
+    made = {
+        name: _filled(_typed(f"_cdc_row.c{i}", type_name), name, type_name, defaults.get(name), typable)
+        for i, (name, type_name) in enumerate(business)
+    }
+    made |= {
+        C.OP: "op",
+        C.DELETED: "op = 'd'",
+        C.SEQ: "seq",
+        C.SOURCE_TS: "timestamp_millis(source_ts_ms)",
+        C.INGESTED_AT: "CAST(landed_at AS timestamp)",
+        C.SOURCE_DB: "source_db",
+        C.SOURCE_TABLE: "source_table",
+        C.TOPIC: "topic",
+        C.PARTITION: "CAST(`partition` AS int)",
+        C.OFFSET: "`offset`",
+    }
+    typed = ", ".join(f"{made[n]} AS {q(n)}" for n in names)  # the table's order: the union is by position
+    key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
+    partition = ", ".join(q(k) for k in key)
+    columns = ", ".join(q(n) for n in names)
+    parse = f"CAST(from_json(_cdc_image, {C.string_literal(as_read)}) AS STRUCT<{positional}>)" if business else "NULL"
+    return f"""WITH landed AS (
+  SELECT *, {image} AS _cdc_image
+  FROM {C.delta_path_identifier(changelog_path(config))}
+  WHERE {q(TABLE)} = {C.string_literal(table.name)} AND {LAND_SEQ} > {after}
+), readable AS (
+  SELECT *, min(CASE WHEN {untypable} THEN {LAND_SEQ} END) OVER () AS _cdc_stop FROM landed
+), changes AS (
+  SELECT *, {parse} AS _cdc_row FROM readable WHERE _cdc_stop IS NULL OR {LAND_SEQ} < _cdc_stop
+), rows AS (
+  SELECT {columns}, 0 AS _cdc_from FROM {C.delta_path_identifier(path)}
+  UNION ALL
+  SELECT {typed}, 1 AS _cdc_from FROM changes
+), ranked AS (
+  SELECT *, row_number() OVER (PARTITION BY {partition} ORDER BY {q(C.SEQ)} DESC, _cdc_from) AS _cdc_rank
+  FROM rows
+)
+SELECT {columns} FROM ranked WHERE _cdc_rank = 1"""
+
+
+def _is_ref(column: str) -> str:
+    """SQL of :func:`cdc_delta.decode.images.is_schema_ref`."""
+    return f"startswith({column}, {C.string_literal(REF_PREFIX)})"
+
+
+def _typed(value: str, type_name: str) -> str:
+    """SQL of :func:`cdc_delta.merger.typed.typed`: ``value`` (read as its JSON type) as ``type_name``."""
+    if type_name == "date":
+        return f"to_date({value})"
+    if type_name == "timestamp":
+        return f"timestamp_micros({value})"
+    if type_name == "binary":
+        return f"unbase64({value})"
+    return f"CAST({value} AS {type_name})"
+
+
+def _literal(value: object, type_name: str) -> str:
+    """SQL of :func:`cdc_delta.merger.typed.typed_literal`: a canonical JSON value as a typed literal."""
+    if value is None:
+        return f"CAST(NULL AS {type_name})"
+    if type_name == "array<string>":
+        assert isinstance(value, list)
+        return f"CAST(array({', '.join(C.string_literal(str(v)) for v in value)}) AS array<string>)"
+    if isinstance(value, bool):
+        text = "TRUE" if value else "FALSE"
+    elif isinstance(value, int | float):
+        text = C.string_literal(repr(value))
+    else:
+        text = C.string_literal(str(value))
+    if type_name in ("date", "timestamp", "binary"):
+        source = f"CAST({text} AS bigint)" if type_name == "timestamp" else text
+        return _typed(source, type_name)
+    return f"CAST({text} AS {type_name})"
+
+
+def _seq_literal(seq: Seq) -> str:
+    """SQL of :func:`cdc_delta.merger.truncates.seq_literal`."""
+    fields = zip(SEQ_FIELDS, seq, strict=True)
+    return "named_struct(" + ", ".join(f"'{name}', CAST({int(v)} AS {t})" for (name, t), v in fields) + ")"
+
+
+def _filled(
+    value: str,
+    name: str,
+    type_name: str,
+    default: ColumnDefault | None,
+    typable: Mapping[str, str],
+) -> str:
+    """SQL of :func:`cdc_delta.merger.rows._filled`: the column's default for changes whose schema lacks
+    it and that predate its addition at the source."""
+    if default is None:
+        return value
+    lacking = sorted(i for i, d in typable.items() if name not in descriptor_columns(d))
+    if not lacking:
+        return value
+    ids = ", ".join(C.string_literal(i) for i in lacking)
+    older = f"schema_id IN ({ids}) AND seq < {_seq_literal(default.since)}"
+    return f"CASE WHEN {older} THEN {_literal(default.value, type_name)} ELSE {value} END"

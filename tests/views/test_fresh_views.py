@@ -1,0 +1,123 @@
+"""Fresh views kept in the metastore (``cdc-delta fresh-views``): the merged table overridden by the
+changes still pending in the changelog, as SQL text any Spark session with the metastore can read. The
+generator is the reference, and the live views of ``cdc-delta sql`` (:mod:`cdc_delta.views.live`) agree
+with them column for column where the view's text can type every pending change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import DataFrame, SparkSession
+
+from cdc_delta.changelog.table import changelog_path
+from cdc_delta.config import AppConfig, load_config
+from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
+from cdc_delta.demo.generator import ChangeGenerator
+from cdc_delta.merger.run import Merger
+from cdc_delta.stream.batch import BatchProcessor
+from cdc_delta.views import fresh
+from cdc_delta.views.live import live_rows
+from tests.services import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SOURCE = (DEMO_TABLES[0].db, DEMO_TABLES[0].table)
+ORDERS = "inventory.orders"
+
+
+class Source:
+    """Generated changes of ``inventory.orders`` landed batch by batch, merged only when asked."""
+
+    def __init__(self, spark: SparkSession, tmp_path: Path, database: str) -> None:
+        self.spark = spark
+        self.config_path = tmp_path / "cdc.yaml"
+        self.config_path.write_text(
+            yaml.safe_dump(
+                {
+                    "app_id": "fresh",
+                    "storage": {"root": str(tmp_path / "lake")},
+                    "merge": {"max_delay_seconds": 3600, "min_events": 1_000_000},
+                    "spark": {"master": "local[1]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+                    "fresh_views": {"enabled": True, "database": database},
+                    "tables": demo_tables(),
+                }
+            )
+        )
+        self.config: AppConfig = load_config(self.config_path, env={})
+        self.processor = BatchProcessor(self.config, on_landing=lambda landing: None)  # lands only
+        self.generator = ChangeGenerator(DEMO_TABLES[:1], seed=11)
+        self.offsets: Iterator[int] = iter(range(1_000_000))
+        self.batch_id = 0
+
+    def land(self, count: int) -> None:
+        records = [(c.topic, 0, next(self.offsets), c.key, c.value) for c in self.generator.changes(count)]
+        self.processor.process(kafka_frame(self.spark, records), self.batch_id)
+        self.batch_id += 1
+
+    def merge(self) -> None:
+        Merger(self.spark, self.config).merge_all()
+
+    @property
+    def rows(self) -> dict[int, dict[str, Any]]:
+        return self.generator.rows[SOURCE]
+
+
+def business(rows: DataFrame) -> dict[int, tuple[Any, ...]]:
+    """id -> (customer, amount, status, order_date, updated_at) of ``rows``."""
+    cols = ("customer", "amount", "status", "order_date", "updated_at")
+    return {r["id"]: tuple(r[c] for c in cols) for r in rows.collect()}
+
+
+def expected(rows: dict[int, dict[str, Any]]) -> dict[int, tuple[Any, ...]]:
+    cols = ("customer", "amount", "status", "order_date", "updated_at")
+    return {k: tuple(r[c] for c in cols) for k, r in rows.items()}
+
+
+def every_column(rows: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in rows.collect()), key=repr)
+
+
+def test_a_fresh_view_shows_pending_changes_and_follows_later_landings(spark: Any, tmp_path: Path) -> None:
+    source = Source(spark, tmp_path, "fresh_follow")
+    source.land(60)
+    source.merge()
+    merged = dict(source.rows)
+    source.land(60)  # inserts, updates, deletes: landed, not merged
+    assert source.rows != merged
+    raw = spark.read.format("delta").load(changelog_path(source.config)).where("startswith(schema_id, 'x')").count()
+    assert raw > 0, "the changes landed as Debezium wrote them: the view's function makes them canonical"
+
+    views = {v.table: v for v in fresh.register(spark, source.config)}
+    view = views[ORDERS]
+    assert view.view == "fresh_follow.inventory_orders" and view.schemas == 1
+
+    def fresh_rows() -> DataFrame:
+        return spark.table(view.view)
+
+    assert business(fresh_rows()) == expected(source.rows)
+    table = spark.table(ORDERS_TABLE(source)).where("NOT _cdc_deleted")
+    assert business(table) == expected(merged)  # the table itself lags
+    # Column for column what cdc-delta sql's live view shows, soft-deleted rows included.
+    live = live_rows(spark, source.config, [source.config.table(ORDERS)])[ORDERS]
+    assert every_column(spark.table(view.view_all)) == every_column(live)
+
+    source.land(40)  # no registration since: the view reads the changelog as it grows
+    assert business(fresh_rows()) == expected(source.rows)
+    source.merge()  # the table catches up: the changes the view read are the table's now, and tie
+    assert business(fresh_rows()) == expected(source.rows)
+    live = live_rows(spark, source.config, [source.config.table(ORDERS)])[ORDERS]
+    assert every_column(spark.table(view.view_all)) == every_column(live)
+
+
+def ORDERS_TABLE(source: Source) -> str:  # noqa: N802
+    return f"delta.`{source.config.table_path(ORDERS)}`"
