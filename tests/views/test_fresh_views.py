@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import os
 import subprocess
 import sys
@@ -83,6 +84,12 @@ def expected(rows: dict[int, dict[str, Any]]) -> dict[int, tuple[Any, ...]]:
     return {k: tuple(r[c] for c in cols) for k, r in rows.items()}
 
 
+def spark_text(when: dt.datetime) -> str:
+    """A timestamp as Spark casts it to a string (no trailing zeros in the fraction, none if zero)."""
+    text = when.isoformat(sep=" ")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def every_column(rows: DataFrame) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in rows.collect()), key=repr)
 
@@ -121,3 +128,88 @@ def test_a_fresh_view_shows_pending_changes_and_follows_later_landings(spark: An
 
 def ORDERS_TABLE(source: Source) -> str:  # noqa: N802
     return f"delta.`{source.config.table_path(ORDERS)}`"
+
+
+READER = textwrap.dedent(
+    """
+    import glob, json, sys
+    from pyspark.sql import SparkSession
+
+    jars_dir, conf = sys.argv[1], json.loads(sys.argv[2])
+    jars = [j for j in sorted(glob.glob(jars_dir + "/*.jar")) if "cdc-delta" not in j]
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.jars", ",".join(jars))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("io.cdcdelta.decode.CanonicalImage")
+        print("cdc-delta's classes are on this reader's path", file=sys.stderr)
+        sys.exit(3)
+    except Exception:
+        pass
+    query = "SELECT id, customer, CAST(amount AS string) AS amount, status, CAST(order_date AS string) AS d, "
+    query += "CAST(updated_at AS string) AS t FROM cdc_fresh.inventory_orders"
+    for row in spark.sql(query).collect():
+        print(json.dumps(row.asDict()))
+    spark.stop()
+    """
+)
+
+
+def test_a_spark_session_without_cdc_delta_reads_the_fresh_view_through_the_metastore(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Registered by the command, read by a plain Spark session (Delta's jars and the metastore only: not
+    cdc_delta, not its jar, which the view's function loads itself): the pending changes are there."""
+    from cdc_delta.spark_session import jars_dir
+    from cdc_delta.views.catalog import metastore_conf
+
+    source = Source(spark, tmp_path, "cdc_fresh")
+    source.land(50)
+    source.merge()
+    source.land(50)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_DELTA__")}
+    done = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "fresh-views", "--register", "--config", str(source.config_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "inventory.orders: views cdc_fresh.inventory_orders, cdc_fresh.inventory_orders_all" in done.stdout
+    source.land(30)  # after the registration: read all the same
+    conf = {k: v for k, v in metastore_conf(source.config).items() if k != "spark.driver.extraJavaOptions"}
+    read = subprocess.run(
+        [sys.executable, "-c", READER, str(jars_dir(source.config.spark).resolve()), json.dumps(conf)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert read.returncode == 0, read.stderr[-3000:]
+    got = {}
+    for line in read.stdout.splitlines():
+        row = json.loads(line)
+        got[row["id"]] = (row["customer"], decimal.Decimal(row["amount"]), row["status"], row["d"], row["t"])
+    want = {
+        k: (
+            r["customer"],
+            r["amount"],
+            r["status"],
+            r["order_date"].isoformat(),
+            spark_text(r["updated_at"]),
+        )
+        for k, r in source.rows.items()
+    }
+    assert got == want
