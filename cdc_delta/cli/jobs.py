@@ -142,14 +142,18 @@ def cmd_fresh_views(args: argparse.Namespace) -> int:
             "fresh_views.enabled is off: the hourly maintenance does not register these views again, so they "
             "read ever more of the changelog and do not follow schema changes; turn it on to keep them current"
         )
-    _print_fresh(fresh.register(_hive_session(config), config))
-    return 0
+    return EXIT_ATTENTION if _print_fresh(fresh.register(_hive_session(config), config)) else 0
 
 
-def _print_fresh(views: list[FreshView]) -> None:
+def _print_fresh(views: list[FreshView]) -> int:
+    """Print what was registered, and on stderr what was not; returns how many were not."""
     for view in views:
-        since = f"changes past landing {view.after}, {view.schemas} schemas"
-        print(f"{view.table}: views {view.view}, {view.view_all} ({since})")
+        if view.refused:
+            print(f"{view.table}: no fresh view: {view.refused}", file=sys.stderr)
+        else:
+            since = f"changes past landing {view.after}, {view.schemas} schemas"
+            print(f"{view.table}: views {view.view}, {view.view_all} ({since})")
+    return sum(1 for view in views if view.refused)
 
 
 def _print_registered(tables: list[LiveTable]) -> None:
@@ -254,7 +258,8 @@ def add_commands(sub: Any) -> None:
             "view reads the changelog up to the first change its text cannot type (a truncate, a schema the "
             "table did not have when it was made): from there it shows the table as merged, until it is registered "
             "again (the hourly maintenance does, with fresh_views.enabled). Without --register, print the DDL; with "
-            "it, create the views and their function (cdc-delta's jar, fresh_views.function_jar) in the metastore."
+            "it, create the views and their function (cdc-delta's jar, fresh_views.function_jar) in the metastore; "
+            "exit 1 when a table's view could not be registered (the reason on stderr)."
         ),
     )
     add_config_argument(fresh)

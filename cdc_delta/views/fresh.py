@@ -20,6 +20,7 @@ or ``cdc-delta fresh-views --register``) moves each past what its table has merg
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -50,6 +51,8 @@ from cdc_delta.views.live import live_view_names, merged_now
 
 logger = logging.getLogger(__name__)
 
+DERBY_TEXT_LIMIT = 32_700
+"""The longest view text the embedded Derby metastore keeps (its LONG VARCHAR columns)."""
 FUNCTION = "cdc_canonical_image"
 FUNCTION_CLASS = "io.cdcdelta.decode.HiveCanonicalImage"
 ROW_OPS = ("c", "u", "d", "r")
@@ -68,6 +71,8 @@ class FreshView:
     """The table's schemas (Connect schemas, column descriptors) whose changes the view types."""
     view_all_ddl: str
     view_ddl: str
+    refused: str = ""
+    """Why :func:`register` did not register it (empty: registered, or only printed)."""
 
 
 def function_ddl(config: AppConfig) -> str:
@@ -99,12 +104,21 @@ def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     with Hive support, :func:`cdc_delta.views.catalog.metastore_conf`)."""
     ensure_database(spark, config.fresh_views.database)
     spark.sql(function_ddl(config))
-    views = fresh_views(spark, config)
-    for fresh in views:
-        spark.sql(fresh.view_all_ddl)
-        spark.sql(fresh.view_ddl)
-        logger.info("fresh view %s: the changelog past landing %d", fresh.view, fresh.after)
-    return views
+    done = []
+    for fresh in fresh_views(spark, config):
+        if not config.snapshot.metastore_uri and len(fresh.view_all_ddl) > DERBY_TEXT_LIMIT:
+            fresh = dataclasses.replace(
+                fresh,
+                refused=f"its text ({len(fresh.view_all_ddl):,} characters) is longer than the embedded Derby "
+                f"metastore keeps ({DERBY_TEXT_LIMIT:,}): use a Hive metastore (snapshot.metastore_uri)",
+            )
+            logger.error("fresh view %s not registered: %s", fresh.view, fresh.refused)
+        else:
+            spark.sql(fresh.view_all_ddl)
+            spark.sql(fresh.view_ddl)
+            logger.info("fresh view %s: the changelog past landing %d", fresh.view, fresh.after)
+        done.append(fresh)
+    return done
 
 
 def _named_apart(tables: list[TableConfig]) -> list[TableConfig]:

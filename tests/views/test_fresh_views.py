@@ -21,7 +21,7 @@ import yaml
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc_delta.changelog.table import changelog_path
-from cdc_delta.config import AppConfig, load_config
+from cdc_delta.config import AppConfig, load_config, parse_config
 from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.merger.run import Merger
@@ -213,3 +213,29 @@ def test_a_spark_session_without_cdc_delta_reads_the_fresh_view_through_the_meta
         for k, r in source.rows.items()
     }
     assert got == want
+
+
+def test_a_view_too_long_for_the_embedded_metastore_is_refused_by_name_and_the_others_registered(
+    spark: Any, tmp_path: Path
+) -> None:
+    from cdc_delta.delta.tables import create_if_missing, table_schema
+
+    source = Source(spark, tmp_path, "fresh_wide")
+    source.land(10)
+    source.merge()
+    wide = parse_config(
+        {
+            **yaml.safe_load(source.config_path.read_text()),
+            "tables": [*demo_tables(), {"name": "inventory.wide", "topics": ["w"], "key": ["c0"]}],
+        }
+    )
+    columns = tuple((f"column_number_{i}", "decimal(20,4)") for i in range(400))
+    create_if_missing(spark, wide.table_path("inventory.wide"), table_schema((("c0", "bigint"), *columns)))
+    views = {v.table: v for v in fresh.register(spark, wide)}
+    assert views["inventory.wide"].refused.startswith("its text (")
+    assert views["inventory.wide"].refused.endswith(
+        "characters) is longer than the embedded Derby metastore keeps (32,700): use a Hive metastore "
+        "(snapshot.metastore_uri)"
+    )
+    assert not spark.catalog.tableExists("fresh_wide.inventory_wide")
+    assert views[ORDERS].refused == "" and business(spark.table("fresh_wide.inventory_orders")) == expected(source.rows)
