@@ -36,6 +36,7 @@ from cdc_delta import columns as C
 from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, schemas_path
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.config.fresh_views import LOCAL_JAR
 from cdc_delta.decode.canonical import function_plans, images_of
 from cdc_delta.decode.images import REF_PREFIX
 from cdc_delta.decode.plan import decode_plan
@@ -77,7 +78,7 @@ class FreshView:
 
 def function_ddl(config: AppConfig) -> str:
     """The persistent function the views call, with the jar a reader loads it from."""
-    jar = config.fresh_views.function_jar or str((jars_dir(config.spark) / "cdc-delta-decoder.jar").resolve())
+    jar = config.fresh_views.function_jar or str((jars_dir(config.spark) / LOCAL_JAR).resolve())
     name = f"{C.quote(config.fresh_views.database)}.{FUNCTION}"
     return f"CREATE OR REPLACE FUNCTION {name} AS '{FUNCTION_CLASS}' USING JAR {C.string_literal(jar)}"
 

@@ -50,6 +50,15 @@ def test_a_good_config_resolves_paths() -> None:
         ({**GOOD, "merge_concurrency": 4}, r"merge_concurrency is now merge\.concurrency"),
         ({**GOOD, "merge": {"max_delay_seconds": -1}}, r"merge\.max_delay_seconds: must be a number of seconds >= 0"),
         ({**GOOD, "changelog": {"retention": 7}}, r"changelog\.retention"),
+        ({**GOOD, "fresh_views": {"database": "cdc fresh"}}, r"fresh_views\.database 'cdc fresh' must be a plain"),
+        (
+            {**GOOD, "fresh_views": {"function_jar": "s3a://b/f.zip"}},
+            r"function_jar 's3a://b/f\.zip' must name a \.jar",
+        ),
+        (
+            {**GOOD, "fresh_views": {"function_jar": "s3a://b/jars/cdc-delta-decoder.jar"}},
+            r"copy the jar under another file name \(say cdc-delta-functions\.jar\)",
+        ),
         ({**GOOD, "tables": GOOD["tables"] * 2}, r"is listed twice"),
         ({**GOOD, "kafka": {"topics": ["a"], "topic_pattern": "b.*"}}, r"either kafka\.topics or kafka\.topic_pattern"),
         ({**GOOD, "spark": {"shuffle_partitions": 0}}, r"spark\.shuffle_partitions: Input should be greater than 0"),
