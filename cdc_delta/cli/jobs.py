@@ -31,23 +31,25 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     with job_metrics(config, "maintenance") as run:
         catalog = config.live_tables.enabled or config.fresh_views.enabled
         spark = _hive_session(config) if catalog else spark_for(config)
+        views = fresh.register(spark, config) if config.fresh_views.enabled else []
+        # First: each view then reads past what its table has merged, and the purge keeps what it reads.
+        after = {v.table: v.after for v in views}
         try:
-            report = run.report = run_maintenance(spark, config, wait_s=args.wait)
+            report = run.report = run_maintenance(spark, config, wait_s=args.wait, views_after=after)
         except LockHeld as exc:  # an overlapping run: the running one does the work; as the snapshot answers
             print(f"cdc-delta maintain: {exc}", file=sys.stderr)
             run.exit_code = EXIT_NOT_READY
             return EXIT_NOT_READY
         if config.live_tables.enabled:  # columns the stream added or widened since the last run
             _print_registered(register(spark, config))
-        if config.fresh_views.enabled:  # past what the tables merged since, with the schemas they have now
-            _print_fresh(fresh.register(spark, config))
-        run.exit_code = 0
+        refused = _print_fresh(views)
+        run.exit_code = EXIT_ATTENTION if refused else 0
     for t in report.tables:
         print(f"{t.table}: {t.summary()}")
     if report.changelog is not None:
         print(f"changelog: {report.changelog.summary()}")
     print(f"maintenance done in {report.duration_s}s")
-    return 0
+    return run.exit_code
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -138,9 +140,10 @@ def cmd_fresh_views(args: argparse.Namespace) -> int:
             print(f"-- {view.table}\n{view.view_all_ddl};\n{view.view_ddl};\n")
         return 0
     if not config.fresh_views.enabled:
-        logger.warning(
-            "fresh_views.enabled is off: the hourly maintenance does not register these views again, so they "
-            "read ever more of the changelog and do not follow schema changes; turn it on to keep them current"
+        raise CdcDeltaError(
+            "fresh_views.enabled is off: set it to true before registering the fresh views. The hourly maintenance "
+            "then registers them again before it purges tombstones, which a view registered once and left could "
+            "otherwise show again as live rows"
         )
     return EXIT_ATTENTION if _print_fresh(fresh.register(_hive_session(config), config)) else 0
 
@@ -178,9 +181,10 @@ def add_commands(sub: Any) -> None:
         description=(
             "OPTIMIZE, purge tombstones past maintenance.tombstone_retention_hours, VACUUM (when due: "
             "maintenance.vacuum_interval_hours) and checkpoint (where files were rewritten) every table, and "
-            "apply the changelog's retention, beside the running stream. Exits "
+            "apply the changelog's retention, beside the running stream; with fresh_views.enabled, first register "
+            "the fresh views again (the purge keeps what they read). Exits "
             f"{EXIT_NOT_READY} without doing anything when another maintenance run holds the lock (it does the "
-            "work), 2 on a bad config."
+            "work), 2 on a bad config, 1 after its work when a table's fresh view could not be registered."
         ),
     )
     add_config_argument(maintain)

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from cdc_delta.columns import SHARD_KEY
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.events import column_types
 from cdc_delta.events.routing import NameTemplate
@@ -137,6 +138,11 @@ class TableConfig(Frozen):
                 "such as {db}.{table} in a pattern entry"
             )
         return value
+
+    @property
+    def row_key(self) -> list[str]:
+        """The columns that name one row of the Delta table: the key, then the shard where it is part of it."""
+        return [*self.key, *(SHARD_KEY if self.key_includes_source else ())]
 
     @property
     def is_pattern(self) -> bool:

@@ -15,7 +15,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_delta import columns as C
 from cdc_delta.changelog.pending import LANDED_AT, Truncate
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.changelog.table_index import indexed
@@ -325,7 +324,7 @@ class TableApplier:
         holds up to. The first segment into a table this round ``created`` is inserted
         (:func:`~.merge.merge_rows`'s ``empty``) where the table is known to hold no file yet."""
         table = self.table(spark, work.name)
-        key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
+        key = table.row_key
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
         results: list[MergeResult] = []
         for segment in segments(work.truncates, position, through):

@@ -5,17 +5,24 @@ A view kept in a metastore is SQL text: it may not name the temporary views and 
 live views of ``cdc-delta sql`` (:mod:`.live`) are made of. So a fresh view is the table's rows as
 Delta holds them now (the newest version, not one pinned), overridden by the changelog rows of the
 table past the landing it had merged when the view was made (the latest per key by the ordering key:
-rows a merge applied since then lose to, or equal, the table's own). Landed images still as Debezium
-wrote them are made canonical by cdc-delta's Hive function (``cdc_canonical_image``, the JVM function
-of :mod:`cdc_delta.decode.canonical` kept in the metastore with its jar) and typed with ``from_json``,
-as the merger types them.
+a change a merge applied since then ties with the table's own row, or loses to a newer one). Landed
+images still as Debezium wrote them are made canonical by cdc-delta's Hive function
+(``cdc_canonical_image``, the JVM function of :mod:`cdc_delta.decode.canonical` kept in the metastore
+with its jar) and typed with ``from_json``, as the merger types them.
 
 What the text cannot follow, it does not guess: the changelog rows are read up to the first landing
 that holds a change of the table the view's text cannot type. That is a truncate, a change of a schema
 the table did not have when the view was made (the table's schema changed, or a new one among its
 pending changes), or an image the function leaves to the reference decoder. From there on the view
-shows the table as merged: stale, never wrong. Registering the views again (the hourly maintenance,
+shows the table as merged: stale, not wrong. Registering the views again (the hourly maintenance,
 or ``cdc-delta fresh-views --register``) moves each past what its table has merged since.
+
+Two things would make a view wrong, and are kept from it. A column the merger widens after the view was
+made is read as wide (the views follow their query's types). A tombstone the purge removed would let an
+older change of its key, still read by the view, show as live: the hourly maintenance registers the
+views first, and purges only tombstones the stream had read past at the landing each view reads from
+(:func:`cdc_delta.maintenance.run.maintain_table`); so registering needs ``fresh_views.enabled``, and a
+view that cannot be registered again is dropped, not left reading from an old landing.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta.tables import DeltaTable
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -57,6 +66,10 @@ DERBY_TEXT_LIMIT = 32_700
 FUNCTION = "cdc_canonical_image"
 FUNCTION_CLASS = "io.cdcdelta.decode.HiveCanonicalImage"
 ROW_OPS = ("c", "u", "d", "r")
+_FOLLOWS_TYPES = "WITH SCHEMA TYPE EVOLUTION"
+"""A view's columns take the types its query has when read, not those it had when made: a column the
+merger widens since (decimal(10,2) -> decimal(12,4)) is read as wide, never cast back (Spark's default
+binding would round it)."""
 
 
 @dataclass(frozen=True)
@@ -87,17 +100,17 @@ def fresh_views(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     """The views of every replicated table that has a Delta table (one without has none yet: the merger
     makes it with its first merge)."""
     config = indexed(spark, config)
-    tables = _named_apart(config.all_tables())
-    landed = _landed_schemas(spark, config)
-    texts = _schema_texts(spark, config, {ref for ids in landed.values() for ref in ids})
-    out = []
-    for table in tables:
+    tables = []
+    for table in _named_apart(config.all_tables()):
         path = config.storage.table_path(table)
-        if not DeltaTable.isDeltaTable(spark, path):
+        if DeltaTable.isDeltaTable(spark, path):
+            tables.append(table)
+        else:
             logger.info("%s: no Delta table yet at %s, no fresh view", table.name, path)
-            continue
-        out.append(_fresh_view(spark, config, table, landed.get(table.name, set()), texts))
-    return out
+    afters = {t.name: merged_now(spark, config, t).land_seq for t in tables}
+    landed = _landed_schemas(spark, config, afters)
+    texts = _schema_texts(spark, config, {ref for ids in landed.values() for ref in ids})
+    return [_fresh_view(spark, config, t, afters[t.name], landed.get(t.name, set()), texts) for t in tables]
 
 
 def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
@@ -107,19 +120,32 @@ def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     spark.sql(function_ddl(config))
     done = []
     for fresh in fresh_views(spark, config):
-        if not config.snapshot.metastore_uri and len(fresh.view_all_ddl) > DERBY_TEXT_LIMIT:
+        if not fresh.refused and not config.snapshot.metastore_uri and len(fresh.view_all_ddl) > DERBY_TEXT_LIMIT:
             fresh = dataclasses.replace(
                 fresh,
                 refused=f"its text ({len(fresh.view_all_ddl):,} characters) is longer than the embedded Derby "
                 f"metastore keeps ({DERBY_TEXT_LIMIT:,}): use a Hive metastore (snapshot.metastore_uri)",
             )
+        if not fresh.refused:
+            try:
+                spark.sql(fresh.view_all_ddl)
+                spark.sql(fresh.view_ddl)
+            except (AnalysisException, Py4JJavaError) as exc:  # one table's, never the others'
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                fresh = dataclasses.replace(fresh, refused=f"Spark refused its text: {first}")
+        if fresh.refused:
             logger.error("fresh view %s not registered: %s", fresh.view, fresh.refused)
+            _drop(spark, fresh)  # a view of before would read from an old landing: gone rather than stale
         else:
-            spark.sql(fresh.view_all_ddl)
-            spark.sql(fresh.view_ddl)
             logger.info("fresh view %s: the changelog past landing %d", fresh.view, fresh.after)
         done.append(fresh)
     return done
+
+
+def _drop(spark: SparkSession, fresh: FreshView) -> None:
+    for name in (fresh.view, fresh.view_all):
+        db, view = name.split(".")
+        spark.sql(f"DROP VIEW IF EXISTS {C.quote(db)}.{C.quote(view)}")
 
 
 def _named_apart(tables: list[TableConfig]) -> list[TableConfig]:
@@ -138,23 +164,29 @@ def _named_apart(tables: list[TableConfig]) -> list[TableConfig]:
     return kept
 
 
-def _landed_schemas(spark: SparkSession, config: AppConfig) -> dict[str, set[str]]:
-    """Per table, the schema ids its changes in the changelog were landed with (a Connect schema's
-    reference or a column descriptor's id)."""
+def _landed_schemas(spark: SparkSession, config: AppConfig, afters: Mapping[str, int]) -> dict[str, set[str]]:
+    """Per table of ``afters`` (each with the landing it has merged), the schema ids (a Connect schema's
+    reference or a column descriptor's id) its changes were landed with since its last merged change: the
+    schemas its next changes come with. One small job over the changelog's table, schema id and landing."""
     path = changelog_path(config)
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not DeltaTable.isDeltaTable(spark, path) or not afters:
         return {}
     rows = (
         spark.read.format("delta")
         .load(path)
-        .where(F.col("op").isin(*ROW_OPS) & F.col("schema_id").isNotNull())
-        .select(TABLE, "schema_id")
-        .distinct()
+        .where(F.col("op").isin(*ROW_OPS) & F.col("schema_id").isNotNull() & F.col(TABLE).isin(sorted(afters)))
+        .groupBy(TABLE, "schema_id")
+        .agg(F.max(LAND_SEQ).alias("last"))
         .collect()
     )
-    out: dict[str, set[str]] = {}
+    uses: dict[str, dict[str, int]] = {}
     for r in rows:
-        out.setdefault(r[TABLE], set()).add(r["schema_id"])
+        uses.setdefault(r[TABLE], {})[r["schema_id"]] = r["last"]
+    out: dict[str, set[str]] = {}
+    for table, last in uses.items():
+        merged = [landing for landing in last.values() if landing <= afters[table]]
+        since = max(merged, default=-1)
+        out[table] = {i for i, landing in last.items() if landing >= since}
     return out
 
 
@@ -182,29 +214,38 @@ def _fresh_view(
     spark: SparkSession,
     config: AppConfig,
     table: TableConfig,
+    after: int,
     landed: set[str],
     texts: Mapping[str, str],
 ) -> FreshView:
     path = config.storage.table_path(table)
-    after = merged_now(spark, config, table).land_seq
-    state = table_state(spark, path)
+    # The columns first, then the properties: a column's default is recorded before the column is added.
     schema = spark.read.format("delta").load(path).schema
+    state = table_state(spark, path)
+    business = tuple((f.name, f.dataType.simpleString()) for f in schema.fields if not f.name.startswith(C.PREFIX))
+    lacking = [k for k in table.row_key if k not in schema.names]
     descriptors, plans = _descriptors(config, table, landed, texts)
     # Only the schemas the table's columns hold as they are: a change of any other waits for its merge.
-    typable = {i: d for i, d in descriptors.items() if _fits(table.name, state.business, d, config.allow_type_widening)}
+    typable = {i: d for i, d in descriptors.items() if _fits(table.name, business, d, config.allow_type_widening)}
     view, view_all = live_view_names(table)
     db = C.quote(config.fresh_views.database)
-    body = _view_sql(config, table, path, schema, after, typable, plans, state.defaults)
+    body = _view_sql(config, table, path, schema, after, typable, plans, state.defaults) if not lacking else ""
     return FreshView(
         table=table.name,
         view=f"{config.fresh_views.database}.{view}",
         view_all=f"{config.fresh_views.database}.{view_all}",
         after=after,
         schemas=len(typable),
-        view_all_ddl=f"CREATE OR REPLACE VIEW {db}.{C.quote(view_all)} AS\n{body}",
+        view_all_ddl=f"CREATE OR REPLACE VIEW {db}.{C.quote(view_all)} {_FOLLOWS_TYPES} AS\n{body}",
         view_ddl=(
-            f"CREATE OR REPLACE VIEW {db}.{C.quote(view)} AS "
+            f"CREATE OR REPLACE VIEW {db}.{C.quote(view)} {_FOLLOWS_TYPES} AS "
             f"SELECT * FROM {db}.{C.quote(view_all)} WHERE NOT {C.quote(C.DELETED)}"
+        ),
+        refused=(
+            f"its Delta table has no key column {', '.join(lacking)} yet: no change of it has been merged "
+            "(cdc-delta status says why)"
+            if lacking
+            else ""
         ),
     )
 
@@ -238,7 +279,7 @@ def _view_sql(
     )
     known = f"schema_id IN ({', '.join(C.string_literal(i) for i in sorted(typable))})" if typable else "FALSE"
     ops = ", ".join(repr(op) for op in ROW_OPS)
-    untypable = f"op NOT IN ({ops}) OR NOT coalesce({known}, FALSE) OR _cdc_image IS NULL"
+    untypable = f"coalesce(op NOT IN ({ops}), TRUE) OR NOT coalesce({known}, FALSE) OR _cdc_image IS NULL"
     as_read = ", ".join(f"{q(name)} {json_type(type_name)}" for name, type_name in business)
     positional = ", ".join(f"c{i}: {json_type(type_name)}" for i, (_, type_name) in enumerate(business))
     made = {
@@ -258,8 +299,7 @@ def _view_sql(
         C.OFFSET: "`offset`",
     }
     typed = ", ".join(f"{made[n]} AS {q(n)}" for n in names)  # the table's order: the union is by position
-    key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
-    partition = ", ".join(q(k) for k in key)
+    partition = ", ".join(q(k) for k in table.row_key)
     columns = ", ".join(q(n) for n in names)
     parse = f"CAST(from_json(_cdc_image, {C.string_literal(as_read)}) AS STRUCT<{positional}>)" if business else "NULL"
     return f"""WITH landed AS (

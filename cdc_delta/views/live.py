@@ -177,7 +177,7 @@ def _table_rows(
     schema = table_schema(plan.columns)
     added = column_defaults.added_defaults(plan, descriptors, filled=False)
     defaults = {**state.defaults, **added}
-    key = list(table.key) + (list(C.SHARD_KEY) if table.key_includes_source else [])
+    key = table.row_key
     rows: DataFrame | None = None
     if merged.version is not None:
         stored = spark.read.format("delta").option("versionAsOf", merged.version).load(path)

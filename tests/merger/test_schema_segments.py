@@ -35,7 +35,10 @@ V3 = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "st
 """``qty`` became text at the source: an int column cannot follow."""
 
 
-def landings() -> list[list[tuple[SourceTable, str, dict[str, Any] | None]]]:
+Landings = list[list[tuple[SourceTable, str, dict[str, Any] | None]]]
+
+
+def landings() -> Landings:
     """Five landings of one table (landing numbers 1-5): rows; a truncate and a row after it; the added
     column; the type change the table cannot follow; a change after it."""
     return [
@@ -62,13 +65,21 @@ def config_for(root: Path) -> AppConfig:
     )
 
 
-def land(config: AppConfig, merger: Merger, spark: Any, upto: int, merge_each: bool, start: int = 0) -> None:
+def land(
+    config: AppConfig,
+    merger: Merger,
+    spark: Any,
+    upto: int,
+    merge_each: bool,
+    start: int = 0,
+    batches: Landings | None = None,
+) -> None:
     """The landings from ``start`` up to before ``upto`` through the batch function (one batch each, offsets
     going on, the n-th change at source time 100 + 100 n seconds); with ``merge_each``, the table merged
     after each."""
     processor = BatchProcessor(config, on_landing=merger.landed)
     offset, pos = 0, 100
-    for batch_id, landing in enumerate(landings()[:upto]):
+    for batch_id, landing in enumerate((batches or landings())[:upto]):
         if batch_id < start:
             offset, pos = offset + len(landing), pos + 100 * len(landing)
             continue
@@ -192,3 +203,22 @@ def test_a_fresh_view_reads_pending_changes_up_to_what_its_text_cannot_type(spar
     assert view.after == 3
     assert view_rows() == by_key(merged)  # landing 4 cannot be typed: it and landing 5 are left out
     assert by_key(canonical_rows(live_rows(spark, config, [table])[NAME])[1]) == by_key(merged)
+
+
+def test_a_fresh_view_reads_a_column_the_merger_widened_after_it_was_made_as_wide(spark: Any, tmp_path: Path) -> None:
+    """Made while ``qty`` was an int; a later merge widens it to bigint: the view reads the wide values
+    (a view that kept its old types would cast them back, and fail or round)."""
+    wide = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int64")))
+    batches: Landings = [
+        [(V1, "c", {"id": 1, "qty": 10}), (V1, "c", {"id": 2, "qty": 20})],
+        [(wide, "u", {"id": 1, "qty": 5_000_000_000})],
+    ]
+    config = config_for(tmp_path).model_copy(update={"fresh_views": FreshViewsConfig(database="fresh_widened")})
+    merger = Merger(spark, config)
+    land(config, merger, spark, 1, merge_each=True, batches=batches)
+    fresh.register(spark, config)
+    land(config, merger, spark, 2, merge_each=True, start=1, batches=batches)  # merged: qty is bigint now
+    merger.close()
+    rows = spark.table("fresh_widened.inventory_items").select("id", "qty")
+    assert rows.schema["qty"].dataType.simpleString() == "bigint"
+    assert sorted(tuple(r) for r in rows.collect()) == [(1, 5_000_000_000), (2, 20)]
