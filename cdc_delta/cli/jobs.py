@@ -261,9 +261,10 @@ def add_commands(sub: Any) -> None:
             "session with the snapshot's metastore sees a change within one trigger whatever the merge delay. A "
             "view reads the changelog up to the first change its text cannot type (a truncate, a schema the "
             "table did not have when it was made): from there it shows the table as merged, until it is registered "
-            "again (the hourly maintenance does, with fresh_views.enabled). Without --register, print the DDL; with "
-            "it, create the views and their function (cdc-delta's jar, fresh_views.function_jar) in the metastore; "
-            "exit 1 when a table's view could not be registered (the reason on stderr)."
+            "again (the hourly maintenance does, first thing). Without --register, print the DDL; with it (which "
+            "needs fresh_views.enabled), create the views and their function (cdc-delta's jar, "
+            "fresh_views.function_jar) in the metastore; exit 1 when a table's view could not be registered (the "
+            "reason on stderr; its views are dropped)."
         ),
     )
     add_config_argument(fresh)

@@ -28,6 +28,13 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def plain_identifier(value: str, what: str) -> str:
+    """``value`` where it is a plain identifier (a Hive database name, say), else a ValueError naming ``what``."""
+    if not IDENTIFIER.fullmatch(value):
+        raise ValueError(f"{what} {value!r} must be a plain identifier")
+    return value
+
+
 def check_regex(value: str | None, what: str) -> str | None:
     if value is not None:
         try:

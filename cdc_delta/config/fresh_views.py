@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from cdc_delta.config.common import IDENTIFIER, Frozen, absolute
+from cdc_delta.config.common import Frozen, absolute, plain_identifier
 
 LOCAL_JAR = "cdc-delta-decoder.jar"
 """cdc-delta's own jar, which ``make setup`` builds into the Spark jars folder."""
@@ -31,9 +31,7 @@ class FreshViewsConfig(Frozen):
     @field_validator("database")
     @classmethod
     def _database(cls, value: str) -> str:
-        if not IDENTIFIER.fullmatch(value):
-            raise ValueError(f"fresh_views.database {value!r} must be a plain identifier")
-        return value
+        return plain_identifier(value, "fresh_views.database")
 
     @field_validator("function_jar")
     @classmethod

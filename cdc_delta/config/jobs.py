@@ -6,7 +6,7 @@ import zoneinfo
 
 from pydantic import Field, field_validator, model_validator
 
-from cdc_delta.config.common import IDENTIFIER, Frozen, absolute
+from cdc_delta.config.common import Frozen, absolute, plain_identifier
 
 DELTA_MIN_RETENTION_HOURS = 168.0
 """Delta's VACUUM safety check: below this, readers and writers may lose files they still need."""
@@ -98,9 +98,7 @@ class SnapshotConfig(Frozen):
     @field_validator("database")
     @classmethod
     def _database(cls, value: str) -> str:
-        if not IDENTIFIER.fullmatch(value):
-            raise ValueError(f"snapshot.database {value!r} must be a plain identifier")
-        return value
+        return plain_identifier(value, "snapshot.database")
 
     @field_validator("time_zone")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from cdc_delta.config.common import IDENTIFIER, Frozen
+from cdc_delta.config.common import Frozen, plain_identifier
 
 
 class LiveTablesConfig(Frozen):
@@ -24,6 +24,4 @@ class LiveTablesConfig(Frozen):
     @field_validator("database")
     @classmethod
     def _database(cls, value: str) -> str:
-        if not IDENTIFIER.fullmatch(value):
-            raise ValueError(f"live_tables.database {value!r} must be a plain identifier")
-        return value
+        return plain_identifier(value, "live_tables.database")
