@@ -31,19 +31,17 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     with job_metrics(config, "maintenance") as run:
         catalog = config.live_tables.enabled or config.fresh_views.enabled
         spark = _hive_session(config) if catalog else spark_for(config)
-        views = fresh.register(spark, config) if config.fresh_views.enabled else []
-        # First: each view then reads past what its table has merged, and the purge keeps what it reads.
-        after = {v.table: v.after for v in views}
         try:
-            report = run.report = run_maintenance(spark, config, wait_s=args.wait, views_after=after)
+            report = run.report = run_maintenance(spark, config, wait_s=args.wait)
         except LockHeld as exc:  # an overlapping run: the running one does the work; as the snapshot answers
             print(f"cdc-delta maintain: {exc}", file=sys.stderr)
             run.exit_code = EXIT_NOT_READY
             return EXIT_NOT_READY
         if config.live_tables.enabled:  # columns the stream added or widened since the last run
             _print_registered(register(spark, config))
-        refused = _print_fresh(views)
-        run.exit_code = EXIT_ATTENTION if refused else 0
+        if config.fresh_views.enabled:  # past what each table merged since, with the columns it has now
+            _print_fresh(fresh.register(spark, config))  # a view refused is logged and dropped: not a failure
+        run.exit_code = 0
     for t in report.tables:
         print(f"{t.table}: {t.summary()}")
     if report.changelog is not None:
@@ -140,10 +138,10 @@ def cmd_fresh_views(args: argparse.Namespace) -> int:
             print(f"-- {view.table}\n{view.view_all_ddl};\n{view.view_ddl};\n")
         return 0
     if not config.fresh_views.enabled:
-        raise CdcDeltaError(
-            "fresh_views.enabled is off: set it to true before registering the fresh views. The hourly maintenance "
-            "then registers them again before it purges tombstones, which a view registered once and left could "
-            "otherwise show again as live rows"
+        logger.warning(
+            "fresh_views.enabled is off: the hourly maintenance does not register these views again, so they read "
+            "ever more of the changelog (up to maintenance.tombstone_retention_hours of it) and do not follow "
+            "schema changes; turn it on to keep them current"
         )
     return EXIT_ATTENTION if _print_fresh(fresh.register(_hive_session(config), config)) else 0
 
@@ -181,10 +179,10 @@ def add_commands(sub: Any) -> None:
         description=(
             "OPTIMIZE, purge tombstones past maintenance.tombstone_retention_hours, VACUUM (when due: "
             "maintenance.vacuum_interval_hours) and checkpoint (where files were rewritten) every table, and "
-            "apply the changelog's retention, beside the running stream; with fresh_views.enabled, first register "
-            "the fresh views again (the purge keeps what they read). Exits "
+            "apply the changelog's retention, beside the running stream; then, with fresh_views.enabled, register "
+            "the fresh views again (a view that cannot be is logged and dropped). Exits "
             f"{EXIT_NOT_READY} without doing anything when another maintenance run holds the lock (it does the "
-            "work), 2 on a bad config, 1 after its work when a table's fresh view could not be registered."
+            "work), 2 on a bad config."
         ),
     )
     add_config_argument(maintain)
@@ -261,10 +259,9 @@ def add_commands(sub: Any) -> None:
             "session with the snapshot's metastore sees a change within one trigger whatever the merge delay. A "
             "view reads the changelog up to the first change its text cannot type (a truncate, a schema the "
             "table did not have when it was made): from there it shows the table as merged, until it is registered "
-            "again (the hourly maintenance does, first thing). Without --register, print the DDL; with it (which "
-            "needs fresh_views.enabled), create the views and their function (cdc-delta's jar, "
-            "fresh_views.function_jar) in the metastore; exit 1 when a table's view could not be registered (the "
-            "reason on stderr; its views are dropped)."
+            "again (the hourly maintenance does, with fresh_views.enabled). Without --register, print the DDL; with "
+            "it, create the views and their function (cdc-delta's jar, fresh_views.function_jar) in the metastore; "
+            "exit 1 when a table's view could not be registered (the reason on stderr; its views are dropped)."
         ),
     )
     add_config_argument(fresh)

@@ -17,8 +17,9 @@ class FreshViewsConfig(Frozen):
     trigger, whatever the merge delay (see :mod:`cdc_delta.views.fresh`)."""
 
     enabled: bool = False
-    """The hourly maintenance registers the views again (their columns and where their reading of the
-    changelog starts follow the tables); ``cdc-delta fresh-views --register`` does it at any time."""
+    """The hourly maintenance registers the views again, after its work (their columns and where their
+    reading of the changelog starts follow the tables); ``cdc-delta fresh-views --register`` does it at any
+    time."""
     database: str = "cdc_fresh"
     """Hive database of the views and of the function they call."""
     function_jar: str | None = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from delta.tables import DeltaTable
@@ -97,11 +96,9 @@ def maintain_table(
     now: dt.datetime,
     history: list[Row],
     watermarks: dict[int, int],
-    view_after: int | None = None,
 ) -> TableReport:
     """OPTIMIZE, purge old tombstones, VACUUM, checkpoint one table (``history``: its snapshots;
-    ``watermarks``: :func:`~.purge.landing_watermarks` of the recent landings; ``view_after``: the landing
-    its fresh view reads the changelog past, if it has one)."""
+    ``watermarks``: :func:`~.purge.landing_watermarks` of the recent landings)."""
     path = config.storage.table_path(table)
     if not DeltaTable.isDeltaTable(spark, path):
         return TableReport(table.name, skipped="no table yet")
@@ -110,9 +107,7 @@ def maintain_table(
     compacted = commands.optimize(spark, config, table, path, files_before)
     required, absorbed = snapshot_condition(config, table, history)
     merged = merged_through(spark, path, config.app_id, table.name)
-    # A fresh view reads the changes past its landing: a tombstone of a later landing purged, an older
-    # change of the key it still reads would show again. Only what the stream had read past then may go.
-    watermark = watermarks.get(merged if view_after is None else min(merged, view_after))
+    watermark = watermarks.get(merged)
     purge = purge_decision(now, config.maintenance.tombstone_retention_hours, watermark, required, absorbed)
     purged = commands.purge(spark, config, table, path, purge.cutoff) if purge.cutoff is not None else 0
     vacuum = commands.vacuum_due(spark, config, path, now)
@@ -145,14 +140,9 @@ def maintain_table(
 
 
 def run_maintenance(
-    spark: SparkSession,
-    config: AppConfig,
-    now: dt.datetime | None = None,
-    wait_s: float = 0.0,
-    views_after: Mapping[str, int] | None = None,
+    spark: SparkSession, config: AppConfig, now: dt.datetime | None = None, wait_s: float = 0.0
 ) -> MaintenanceReport:
-    """Maintain every table under the maintenance lock, and write the JSON report. ``views_after``: per
-    table with a fresh view (:mod:`cdc_delta.views.fresh`), the landing it reads the changelog past."""
+    """Maintain every table under the maintenance lock, and write the JSON report."""
     now = now or dt.datetime.now(dt.timezone.utc)
     m = config.maintenance
     if m.vacuum_retention_hours < 168:
@@ -169,15 +159,7 @@ def run_maintenance(
         tables = each_table(
             spark,
             m.concurrency,
-            lambda session, table: maintain_table(
-                session,
-                config,
-                table,
-                now,
-                history.get(table.name, []),
-                watermarks,
-                (views_after or {}).get(table.name),
-            ),
+            lambda session, table: maintain_table(session, config, table, now, history.get(table.name, []), watermarks),
             indexed(spark, config).all_tables(),
             setup=lambda session: commands.configure_session(session, m),
         )

@@ -17,12 +17,14 @@ pending changes), or an image the function leaves to the reference decoder. From
 shows the table as merged: stale, not wrong. Registering the views again (the hourly maintenance,
 or ``cdc-delta fresh-views --register``) moves each past what its table has merged since.
 
-Two things would make a view wrong, and are kept from it. A column the merger widens after the view was
-made is read as wide (the views follow their query's types). A tombstone the purge removed would let an
-older change of its key, still read by the view, show as live: the hourly maintenance registers the
-views first, and purges only tombstones the stream had read past at the landing each view reads from
-(:func:`cdc_delta.maintenance.run.maintain_table`); so registering needs ``fresh_views.enabled``, and a
-view that cannot be registered again is dropped, not left reading from an old landing.
+Two things would make a view wrong, and are kept from it by its text alone, whenever it was made. A column
+the merger widens after the view was made is read as wide (the views follow their query's types). A
+tombstone the maintenance purged would let an older change of its key, still read by the view, show as
+live: the purge removes only tombstones whose source change is older than
+``maintenance.tombstone_retention_hours``, so a view overrides a key only where every change of it that
+the view reads is younger than that, less a margin for clocks (:data:`CLOCK_MARGIN_MS`); any later change
+of the key (the delete among them) is younger still, and its tombstone is kept. A key with an older change
+among those the view reads is shown as the table holds it: stale, not wrong.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from cdc_delta.decode.canonical import function_plans, images_of
 from cdc_delta.decode.images import REF_PREFIX
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.ordering import SEQ_FIELDS, Seq
-from cdc_delta.exceptions import SchemaChangeError
+from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError
 from cdc_delta.merger.column_defaults import ColumnDefault
 from cdc_delta.merger.schema_evolution import descriptor_columns, plan_schema
 from cdc_delta.merger.target import table_state
@@ -66,6 +68,10 @@ DERBY_TEXT_LIMIT = 32_700
 FUNCTION = "cdc_canonical_image"
 FUNCTION_CLASS = "io.cdcdelta.decode.HiveCanonicalImage"
 ROW_OPS = ("c", "u", "d", "r")
+CLOCK_MARGIN_MS = 10 * 60 * 1000
+"""How much younger than the tombstone retention a change must be for a view to read it: the readers',
+the maintenance's and the source's clocks may differ, and a later change of a key may carry a slightly
+earlier source time than the one before it."""
 _FOLLOWS_TYPES = "WITH SCHEMA TYPE EVOLUTION"
 """A view's columns take the types its query has when read, not those it had when made: a column the
 merger widens since (decimal(10,2) -> decimal(12,4)) is read as wide, never cast back (Spark's default
@@ -110,7 +116,19 @@ def fresh_views(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     afters = {t.name: merged_now(spark, config, t).land_seq for t in tables}
     landed = _landed_schemas(spark, config, afters)
     texts = _schema_texts(spark, config, {ref for ids in landed.values() for ref in ids})
-    return [_fresh_view(spark, config, t, afters[t.name], landed.get(t.name, set()), texts) for t in tables]
+    out = []
+    for t in tables:
+        try:
+            out.append(_fresh_view(spark, config, t, afters[t.name], landed.get(t.name, set()), texts))
+        except (AnalysisException, Py4JJavaError, CdcDeltaError) as exc:  # one table's, never the others'
+            view, view_all = (f"{config.fresh_views.database}.{name}" for name in live_view_names(t))
+            out.append(FreshView(t.name, view, view_all, afters[t.name], 0, "", "", refused=_first_line(exc)))
+    return out
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
@@ -131,8 +149,7 @@ def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
                 spark.sql(fresh.view_all_ddl)
                 spark.sql(fresh.view_ddl)
             except (AnalysisException, Py4JJavaError) as exc:  # one table's, never the others'
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                fresh = dataclasses.replace(fresh, refused=f"Spark refused its text: {first}")
+                fresh = dataclasses.replace(fresh, refused=f"Spark refused its text: {_first_line(exc)}")
         if fresh.refused:
             logger.error("fresh view %s not registered: %s", fresh.view, fresh.refused)
             _drop(spark, fresh)  # a view of before would read from an old landing: gone rather than stale
@@ -300,6 +317,8 @@ def _view_sql(
     }
     typed = ", ".join(f"{made[n]} AS {q(n)}" for n in names)  # the table's order: the union is by position
     partition = ", ".join(q(k) for k in table.row_key)
+    # Only keys whose every change read here is younger than what the purge may remove (the module's docstring).
+    window_ms = max(0, round(config.maintenance.tombstone_retention_hours * 3_600_000) - CLOCK_MARGIN_MS)
     columns = ", ".join(q(n) for n in names)
     parse = f"CAST(from_json(_cdc_image, {C.string_literal(as_read)}) AS STRUCT<{positional}>)" if business else "NULL"
     return f"""WITH landed AS (
@@ -310,10 +329,14 @@ def _view_sql(
   SELECT *, min(CASE WHEN {untypable} THEN {LAND_SEQ} END) OVER () AS _cdc_stop FROM landed
 ), changes AS (
   SELECT *, {parse} AS _cdc_row FROM readable WHERE _cdc_stop IS NULL OR {LAND_SEQ} < _cdc_stop
+), typed AS (
+  SELECT {typed}, coalesce(source_ts_ms, 0) AS _cdc_ts FROM changes
+), aged AS (
+  SELECT *, min(_cdc_ts) OVER (PARTITION BY {partition}) AS _cdc_oldest FROM typed
 ), rows AS (
   SELECT {columns}, 0 AS _cdc_from FROM {C.delta_path_identifier(path)}
   UNION ALL
-  SELECT {typed}, 1 AS _cdc_from FROM changes
+  SELECT {columns}, 1 AS _cdc_from FROM aged WHERE _cdc_oldest >= unix_millis(current_timestamp()) - {window_ms}
 ), ranked AS (
   SELECT *, row_number() OVER (PARTITION BY {partition} ORDER BY {q(C.SEQ)} DESC, _cdc_from) AS _cdc_rank
   FROM rows

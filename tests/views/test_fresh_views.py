@@ -56,7 +56,9 @@ class Source:
         )
         self.config: AppConfig = load_config(self.config_path, env={})
         self.processor = BatchProcessor(self.config, on_landing=lambda landing: None)  # lands only
-        self.generator = ChangeGenerator(DEMO_TABLES[:1], seed=11)
+        # Changes of now (source times of the wall clock): a fresh view reads those younger than the
+        # tombstone retention only.
+        self.generator = ChangeGenerator(DEMO_TABLES[:1], seed=11, live=True)
         self.offsets: Iterator[int] = iter(range(1_000_000))
         self.batch_id = 0
 
