@@ -39,5 +39,6 @@ bench: setup  ## benchmarks: write bench/results/*.json and print the tables of 
 	$(PY) bench/maintenance_tables.py
 	$(PY) bench/throughput.py
 	$(PY) bench/operations.py
+	$(PY) bench/fresh_views.py
 	$(PY) bench/cold_start.py
 	$(PY) bench/summarize.py
