@@ -53,10 +53,10 @@ def main() -> None:
     from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, generated_records, kafka_frame
     from cdc_delta.demo.generator import ChangeGenerator
     from cdc_delta.merger.run import Merger
+    from cdc_delta.metastore import metastore_conf
     from cdc_delta.spark_session import build_session
     from cdc_delta.stream.batch import BatchProcessor
     from cdc_delta.views import fresh
-    from cdc_delta.views.catalog import metastore_conf
     from cdc_delta.views.live import register_live_views
 
     folder = Path(tempfile.mkdtemp(prefix="bench-fresh-views-"))

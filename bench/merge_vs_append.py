@@ -35,8 +35,8 @@ from cdc_delta.config import AppConfig, SparkConfig, parse_config
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.decode.plan import decode_plan
-from cdc_delta.merger.dedupe import latest_per_key
-from cdc_delta.merger.rows import typed_rows
+from cdc_delta.rows.dedupe import latest_per_key
+from cdc_delta.rows.typed_rows import typed_rows
 from cdc_delta.spark_session import build_session
 from cdc_delta.stream.batch import BatchProcessor
 

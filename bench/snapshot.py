@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' helpe
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, SparkConfig, parse_config
 from cdc_delta.delta.tables import create_table, table_schema
+from cdc_delta.metastore import metastore_conf
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.spark_session import build_session
-from cdc_delta.views.catalog import metastore_conf
 from tests.delta_rows import write_as_merged  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"

@@ -774,8 +774,8 @@ def main() -> None:
     figures: dict[str, Any] = {}
     with native_broker(args.port, "cdc-throughput-") as (folder, bootstrap):
         from cdc_delta.config import SparkConfig, parse_config
+        from cdc_delta.metastore import metastore_conf
         from cdc_delta.spark_session import build_session
-        from cdc_delta.views.catalog import metastore_conf
 
         hive = metastore_conf(
             parse_config(

@@ -47,8 +47,8 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[object]:
     from cdc_delta.config import SparkConfig, parse_config
+    from cdc_delta.metastore import metastore_conf
     from cdc_delta.spark_session import build_session
-    from cdc_delta.views.catalog import metastore_conf
     from tests.services import JVM_STDERR
 
     # Hive support with an embedded Derby metastore of this test run (the snapshot tests publish to it;

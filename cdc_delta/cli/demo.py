@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cdc_delta.views.catalog import register_delta_tables
+from cdc_delta.metastore import register_delta_tables
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -164,8 +164,8 @@ def _print_registered(tables: list[LiveTable]) -> None:
 
 def _hive_session(config: AppConfig) -> SparkSession:
     """A Spark session with the snapshot's metastore (Hive support), once the metastore answers."""
+    from cdc_delta.metastore import check_metastore, metastore_conf
     from cdc_delta.spark_session import build_session
-    from cdc_delta.views.catalog import check_metastore, metastore_conf
 
     check_metastore(config)
     return build_session(config.spark, metastore_conf(config))

@@ -53,8 +53,8 @@ def _train(config: SparkConfig, archive: str) -> int:
     batches), read through the live views, a file stream through ``foreachBatch``, the Kafka source
     planned (no broker is needed to load its classes)."""
     from cdc_delta.demo.batches import demo_config, run_demo
+    from cdc_delta.metastore import register_delta_tables
     from cdc_delta.spark_session import build_session
-    from cdc_delta.views.catalog import register_delta_tables
 
     options = config.conf.get("spark.driver.extraJavaOptions", "")
     conf = {**config.conf, "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={archive} {options}".strip()}

@@ -13,7 +13,7 @@ from cdc_delta.cli.common import add_config_argument, logger, spark_for
 from cdc_delta.config import AppConfig, TableConfig, load_config
 from cdc_delta.config.kafka import require_subscription
 from cdc_delta.exceptions import ConfigError
-from cdc_delta.views.catalog import register_delta_tables
+from cdc_delta.metastore import register_delta_tables
 
 if TYPE_CHECKING:
     from cdc_delta.merger.run import Merger

@@ -1,7 +1,7 @@
 """The column types a replicated table may have, and which type changes a table can follow.
 
 Types are Spark SQL type names (``bigint``, ``decimal(10,2)``, ``array<string>``). Each has a canonical
-JSON form that the envelope decoder produces and :mod:`cdc_delta.merger.typed` turns back into the typed
+JSON form that the envelope decoder produces and :mod:`cdc_delta.rows.typed` turns back into the typed
 column, so decoding runs in Python on the executors and typing runs in the JVM.
 """
 

@@ -1,5 +1,5 @@
 """Phase 2, the merger: which tables are due (:mod:`.schedule`), rounds over their pending changelog
-changes (:mod:`.run`), and applying one table's changes: its schema followed (:mod:`.schema_evolution`,
-columns added with defaults: :mod:`.column_defaults`), its changes typed (:mod:`.rows`) and reduced to
-the latest per key (:mod:`.dedupe`), the guarded, idempotent MERGE with its truncates (:mod:`.merge`),
-and a table that fails stopped alone (:mod:`.apply`); resuming a stopped table (:mod:`.resume`)."""
+changes (:mod:`.run`), applying one table's changes with the row machinery of :mod:`cdc_delta.rows` and
+the guarded, idempotent MERGE (:mod:`.merge`), a table that fails stopped alone (:mod:`.apply`);
+rebuilding a table from the changelog (:mod:`.rebuild`) and resuming a stopped one (:mod:`.resume`).
+What a round did is in :mod:`.results`, which other rooms read."""

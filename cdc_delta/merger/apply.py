@@ -28,13 +28,13 @@ from cdc_delta.delta.tables import create_table, enable_manifest, known_empty, m
 from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavailable, one_line
-from cdc_delta.merger import column_defaults
-from cdc_delta.merger.dedupe import latest_per_key
 from cdc_delta.merger.merge import MergeResult, merge_rows
-from cdc_delta.merger.rows import typed_rows
-from cdc_delta.merger.schema_evolution import SchemaPlan, plan_in_order
-from cdc_delta.merger.target import TableState, apply_schema_plan, table_state
-from cdc_delta.merger.truncates import segments
+from cdc_delta.rows import column_defaults
+from cdc_delta.rows.dedupe import latest_per_key
+from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
+from cdc_delta.rows.target import TableState, apply_schema_plan, table_state
+from cdc_delta.rows.truncates import segments
+from cdc_delta.rows.typed_rows import typed_rows
 
 logger = logging.getLogger(__name__)
 

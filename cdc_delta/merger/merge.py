@@ -4,7 +4,7 @@ Per key, the newer change (by ``_cdc_seq``) wins and an older or equal one chang
 newer -> every column is replaced by the change's image (a delete keeps the row with
 ``_cdc_deleted = true`` and the before image; a re-insert revives it); not matched -> insert (a delete
 inserts a tombstone, since the key may live in the stock export). A segment's truncates
-(:mod:`.truncates`) are part of the same commit: the change that wins is applied first, then the rows
+(:mod:`cdc_delta.rows.truncates`) are part of the same commit: the change that wins is applied first, then the rows
 of the truncated source table older than the truncate are soft-deleted, the source's rows and the
 table's alike. Each commit carries a Delta transaction id with the newest landing it holds as version,
 so merging the same landings again commits nothing.
@@ -26,8 +26,8 @@ from cdc_delta import columns as C
 from cdc_delta.delta.commits import Commit, delta_transaction
 from cdc_delta.delta.tables import current_version
 from cdc_delta.exceptions import CdcDeltaError
-from cdc_delta.merger.truncates import Truncates, marked, same_source, seq_literal
 from cdc_delta.retry import retry_on_conflict
+from cdc_delta.rows.truncates import Truncates, marked, same_source, seq_literal
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def merge_rows(
     truncates: Truncates | None = None,
     empty: bool = False,
 ) -> MergeResult:
-    """MERGE ``rows`` (at most one per key: :func:`cdc_delta.merger.dedupe.latest_per_key`) into
+    """MERGE ``rows`` (at most one per key: :func:`cdc_delta.rows.dedupe.latest_per_key`) into
     ``path``, then ``truncates`` (of the segment's last landing) in the same commit. Delta's transaction
     id skips a commit of landings the table holds already (``replayed=True``). ``empty``: the table holds
     no row (made by this round), so every change is inserted by an insert-only MERGE, which Delta runs

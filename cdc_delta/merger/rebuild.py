@@ -26,7 +26,7 @@ from cdc_delta.delta.registry import KnownTable, TableRegistry, registry_path
 from cdc_delta.exceptions import CdcDeltaError
 from cdc_delta.merger.apply import TableApplier, TableRound
 from cdc_delta.merger.run import table_work
-from cdc_delta.merger.target import table_state
+from cdc_delta.rows.target import table_state
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import TableRegistry, registry_path
 from cdc_delta.delta.tables import clear_stopped
-from cdc_delta.merger.target import table_state
+from cdc_delta.rows.target import table_state
 
 logger = logging.getLogger(__name__)
 

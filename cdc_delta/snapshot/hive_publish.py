@@ -17,8 +17,8 @@ from cdc_delta.columns import quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.exceptions import SnapshotError
 from cdc_delta.hadoop_fs import qualified
+from cdc_delta.metastore import ensure_database, warehouse_dir
 from cdc_delta.spark_session import session_confs
-from cdc_delta.views.catalog import ensure_database, warehouse_dir
 
 logger = logging.getLogger(__name__)
 

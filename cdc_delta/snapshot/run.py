@@ -13,7 +13,7 @@ published as partition ``dt=<day>`` of a Hive table.
 4. The run is recorded in the snapshot log (:mod:`cdc_delta.delta.snapshot_log`), which the next
    night's base and the tombstone purge read, in one commit for all its published tables once they are
    done (also when a table failed), and only then are the day's older run folders removed. A view
-   ``<table>_current`` (:mod:`cdc_delta.views.current_view`) unions the latest snapshot with the Delta
+   ``<table>_current`` (:mod:`cdc_delta.snapshot.current_view`) unions the latest snapshot with the Delta
    rows for near-real-time queries.
 """
 
@@ -40,17 +40,17 @@ from cdc_delta.delta.workers import each_table
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
 from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
 from cdc_delta.lock import exclusive_lock, lock_path
+from cdc_delta.metastore import hive_schema
 from cdc_delta.reports import write_report
+from cdc_delta.rows.as_of import live_rows, merged_at
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.base import Base, choose_base
 from cdc_delta.snapshot.checks import key_counts, source_count
+from cdc_delta.snapshot.current_view import create_current_view
 from cdc_delta.snapshot.positions import KafkaPositions
 from cdc_delta.snapshot.readiness import Readiness, batch_positions, check_readiness, cutoff_for
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot, log_published
 from cdc_delta.snapshot.union import Union, union_rows
-from cdc_delta.views.catalog import hive_schema
-from cdc_delta.views.current_view import create_current_view
-from cdc_delta.views.live import live_rows, merged_at
 
 logger = logging.getLogger(__name__)
 

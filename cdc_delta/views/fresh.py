@@ -53,13 +53,14 @@ from cdc_delta.decode.images import REF_PREFIX
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.ordering import SEQ_FIELDS, Seq
 from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError
-from cdc_delta.merger.column_defaults import ColumnDefault
-from cdc_delta.merger.schema_evolution import descriptor_columns, plan_schema
-from cdc_delta.merger.target import table_state
-from cdc_delta.merger.typed import json_type
+from cdc_delta.metastore import ensure_database
+from cdc_delta.rows.as_of import merged_now
+from cdc_delta.rows.column_defaults import ColumnDefault
+from cdc_delta.rows.schema_evolution import descriptor_columns, plan_schema
+from cdc_delta.rows.target import table_state
+from cdc_delta.rows.typed import json_type
 from cdc_delta.spark_session import jars_dir
-from cdc_delta.views.catalog import ensure_database
-from cdc_delta.views.live import live_view_names, merged_now
+from cdc_delta.views.live import live_view_names
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def _first_line(exc: Exception) -> str:
 
 def register(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     """Create or replace the function and every table's views in the metastore of ``spark`` (a session
-    with Hive support, :func:`cdc_delta.views.catalog.metastore_conf`)."""
+    with Hive support, :func:`cdc_delta.metastore.metastore_conf`)."""
     ensure_database(spark, config.fresh_views.database)
     spark.sql(function_ddl(config))
     done = []
@@ -350,7 +351,7 @@ def _is_ref(column: str) -> str:
 
 
 def _typed(value: str, type_name: str) -> str:
-    """SQL of :func:`cdc_delta.merger.typed.typed`: ``value`` (read as its JSON type) as ``type_name``."""
+    """SQL of :func:`cdc_delta.rows.typed.typed`: ``value`` (read as its JSON type) as ``type_name``."""
     if type_name == "date":
         return f"to_date({value})"
     if type_name == "timestamp":
@@ -361,7 +362,7 @@ def _typed(value: str, type_name: str) -> str:
 
 
 def _literal(value: object, type_name: str) -> str:
-    """SQL of :func:`cdc_delta.merger.typed.typed_literal`: a canonical JSON value as a typed literal."""
+    """SQL of :func:`cdc_delta.rows.typed.typed_literal`: a canonical JSON value as a typed literal."""
     if value is None:
         return f"CAST(NULL AS {type_name})"
     if type_name == "array<string>":
@@ -380,7 +381,7 @@ def _literal(value: object, type_name: str) -> str:
 
 
 def _seq_literal(seq: Seq) -> str:
-    """SQL of :func:`cdc_delta.merger.truncates.seq_literal`."""
+    """SQL of :func:`cdc_delta.rows.truncates.seq_literal`."""
     fields = zip(SEQ_FIELDS, seq, strict=True)
     return "named_struct(" + ", ".join(f"'{name}', CAST({int(v)} AS {t})" for (name, t), v in fields) + ")"
 
@@ -392,7 +393,7 @@ def _filled(
     default: ColumnDefault | None,
     typable: Mapping[str, str],
 ) -> str:
-    """SQL of :func:`cdc_delta.merger.rows._filled`: the column's default for changes whose schema lacks
+    """SQL of :func:`cdc_delta.rows.typed_rows._filled`: the column's default for changes whose schema lacks
     it and that predate its addition at the source."""
     if default is None:
         return value

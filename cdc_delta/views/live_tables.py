@@ -26,7 +26,7 @@ from cdc_delta.columns import DELETED, quote
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
 from cdc_delta.hadoop_fs import exists, qualified
-from cdc_delta.views.catalog import ensure_database, hive_schema
+from cdc_delta.metastore import ensure_database, hive_schema
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _named_apart(config: AppConfig, tables: list[TableConfig]) -> list[TableConf
 
 def register(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     """Create, or re-create where the Delta columns changed, every live table and view in the
-    metastore of ``spark`` (a session with Hive support, :func:`cdc_delta.views.catalog.metastore_conf`).
+    metastore of ``spark`` (a session with Hive support, :func:`cdc_delta.metastore.metastore_conf`).
     A table without a manifest yet gets one now (written beside the stream; no Delta commit)."""
     ensure_database(spark, config.live_tables.database)
     done = []

@@ -16,7 +16,7 @@ import pytest
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable, envelope
-from cdc_delta.merger.target import table_state
+from cdc_delta.rows.target import table_state
 from cdc_delta.stream.batch import BatchProcessor
 from tests.decode.test_avro import captured
 from tests.delta_rows import spark_and_delta_rs_rows

@@ -21,12 +21,12 @@ from cdc_delta.changelog.status import pending_changes
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import FreshViewsConfig, load_config
 from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
+from cdc_delta.rows.as_of import live_rows
 from cdc_delta.snapshot import hive_publish
 from cdc_delta.snapshot.positions import kafka_positions_of
 from cdc_delta.snapshot.readiness import cutoff_for
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.views import fresh
-from cdc_delta.views.live import live_rows
 from tests.e2e.pipeline import Pipeline, noon_zone
 from tests.e2e.workload import binlog_steps, deleted_keys, setup_sql
 from tests.services import ConnectWorker, MariaDB, StreamProcess, caught_up_here, cdc_delta, wait_for

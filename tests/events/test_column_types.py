@@ -8,7 +8,7 @@ import pytest
 
 from cdc_delta.events.column_types import fits_in, normalize, widened
 from cdc_delta.exceptions import SchemaChangeError
-from cdc_delta.merger.schema_evolution import plan_schema
+from cdc_delta.rows.schema_evolution import plan_schema
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from cdc_delta.demo.avro_encoding import AvroEncoder
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.merger.rebuild import rebuild_table
 from cdc_delta.merger.run import Merger
+from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
-from cdc_delta.views.live import live_rows
 from tests.delta_rows import COMPARED_METADATA, canonical_rows, landings_per_commit, read_canonical
 from tests.oracle import Delivery, Oracle
 from tests.registry import StandInRegistry

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cdc_delta.changelog.pending import Truncate
 from cdc_delta.events.ordering import Seq
 from cdc_delta.merger.schedule import Schedule
-from cdc_delta.merger.truncates import Segment, segments
+from cdc_delta.rows.truncates import Segment, segments
 
 
 def test_a_table_is_due_by_count_or_by_age_most_overdue_first() -> None:

@@ -21,9 +21,9 @@ from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.merger.rebuild import RebuildError, rebuild_table
 from cdc_delta.merger.run import Merger
+from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.views import fresh
-from cdc_delta.views.live import live_rows
 from tests.delta_rows import canonical_rows, read_canonical
 
 pytestmark = pytest.mark.spark

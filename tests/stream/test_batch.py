@@ -12,7 +12,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.exceptions import ConcurrentStreamError, ConfigError
-from cdc_delta.merger.dedupe import latest_per_key
+from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.stream.batch import BatchProcessor
 from tests.delta_rows import landings_per_commit, read_canonical
 

@@ -21,8 +21,8 @@ from cdc_delta.config import AppConfig, parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
 from cdc_delta.merger.run import Merger
+from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
-from cdc_delta.views.live import live_rows
 
 pytestmark = pytest.mark.spark
 

@@ -25,9 +25,9 @@ from cdc_delta.config import AppConfig, load_config, parse_config
 from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.merger.run import Merger
+from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.views import fresh
-from cdc_delta.views.live import live_rows
 from tests.services import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -171,8 +171,8 @@ def test_a_spark_session_without_cdc_delta_reads_the_fresh_view_through_the_meta
 ) -> None:
     """Registered by the command, read by a plain Spark session (Delta's jars and the metastore only: not
     cdc_delta, not its jar, which the view's function loads itself): the pending changes are there."""
+    from cdc_delta.metastore import metastore_conf
     from cdc_delta.spark_session import jars_dir
-    from cdc_delta.views.catalog import metastore_conf
 
     source = Source(spark, tmp_path, "cdc_fresh")
     source.land(50)

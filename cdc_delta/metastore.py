@@ -1,7 +1,7 @@
 """Tables in a catalog: the Spark session's Hive metastore (a thrift metastore, or an embedded Derby),
 databases made where missing, the replicated Delta tables registered by name, and the Hive-compatible
 form of a schema. The one place that registers tables: ``cdc-delta sql``, the live tables over manifests
-(:mod:`.live_tables`) and the nightly snapshot's Hive tables use it."""
+(:mod:`cdc_delta.views.live_tables`) and the nightly snapshot's Hive tables use it."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from pyspark.sql import SparkSession
 
 from cdc_delta import columns as C
 from cdc_delta.delta.tables import MANIFEST_PROPERTY, STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
-from cdc_delta.merger import column_defaults
-from cdc_delta.merger.column_defaults import ColumnDefault
-from cdc_delta.merger.schema_evolution import SchemaPlan
+from cdc_delta.rows import column_defaults
+from cdc_delta.rows.column_defaults import ColumnDefault
+from cdc_delta.rows.schema_evolution import SchemaPlan
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ class TableState:
     stopped: bool = False
     stopped_reason: str = ""
     defaults: dict[str, ColumnDefault] = field(default_factory=dict)
-    """Columns the source added with a default (see :mod:`cdc_delta.merger.column_defaults`)."""
+    """Columns the source added with a default (see :mod:`cdc_delta.rows.column_defaults`)."""
     manifest: bool = False
     """Delta keeps the table's symlink manifest current (:data:`~cdc_delta.delta.tables.MANIFEST_PROPERTY`)."""
     table_id: str | None = None

@@ -28,10 +28,10 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.events.ordering import Seq
-from cdc_delta.merger.schema_evolution import SchemaPlan, descriptor_columns
-from cdc_delta.merger.truncates import seq_literal
-from cdc_delta.merger.typed import typed_literal
 from cdc_delta.retry import retry_on_conflict
+from cdc_delta.rows.schema_evolution import SchemaPlan, descriptor_columns
+from cdc_delta.rows.truncates import seq_literal
+from cdc_delta.rows.typed import typed_literal
 
 logger = logging.getLogger(__name__)
 

@@ -10,15 +10,15 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from cdc_delta import columns as C
 from cdc_delta.decode.decoded import field
-from cdc_delta.merger.column_defaults import ColumnDefault
-from cdc_delta.merger.schema_evolution import descriptor_columns
-from cdc_delta.merger.truncates import seq_literal
-from cdc_delta.merger.typed import json_type, typed, typed_literal
+from cdc_delta.rows.column_defaults import ColumnDefault
+from cdc_delta.rows.schema_evolution import descriptor_columns
+from cdc_delta.rows.truncates import seq_literal
+from cdc_delta.rows.typed import json_type, typed, typed_literal
 
 
 def _filled(value: Column, name: str, type_name: str, default: ColumnDefault, descriptors: Sequence[str]) -> Column:
     """``value``, or the column's default for events whose image lacks it and that predate its addition
-    at the source (see :mod:`cdc_delta.merger.column_defaults`)."""
+    at the source (see :mod:`cdc_delta.rows.column_defaults`)."""
     lacking = [d for d in descriptors if name not in descriptor_columns(d)]
     if not lacking:
         return value

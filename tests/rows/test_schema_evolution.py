@@ -9,8 +9,8 @@ import pytest
 
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import SchemaChangeError
-from cdc_delta.merger.column_defaults import ColumnDefault, added_defaults, from_properties
-from cdc_delta.merger.schema_evolution import descriptor_columns, plan_in_order, plan_schema
+from cdc_delta.rows.column_defaults import ColumnDefault, added_defaults, from_properties
+from cdc_delta.rows.schema_evolution import descriptor_columns, plan_in_order, plan_schema
 
 BEFORE = json.dumps([["id", "int"], ["name", "string"]])
 AFTER = json.dumps([["id", "int"], ["name", "string"], ["score", "int", 7], ["tag", "string", "dflt"], ["x", "int"]])
