@@ -81,12 +81,15 @@ class AppConfig(Frozen):
     """Names this pipeline: the Delta transaction id prefix, the consumer group, the checkpoint folder.
     Change it and the stream starts over."""
     storage: StorageConfig
+    """Where the tables, dead letters, checkpoints and the jobs' files live."""
     tables: list[TableConfig]
     """The replicated tables, one entry each, and pattern entries that make one table per source table
     (``name: "{db}.{table}"``). An event goes to the first listed table whose route matches it, else to
     the first pattern entry whose route does."""
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    """The brokers, the topics the stream subscribes to and how their records are encoded."""
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    """How every command builds its Spark session."""
     trigger_interval: str = "10 seconds"
     """Micro-batch trigger interval for the stream, as Spark reads it: ``10 seconds``, ``1 minute``,
     ``500 milliseconds``."""
@@ -94,8 +97,11 @@ class AppConfig(Frozen):
     """What a TRUNCATE (op ``t``) does: soft-delete every row of that source table written before it,
     skip it (counted), or park it in the dead letters for a person to decide."""
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    """The hourly maintenance (``cdc-delta maintain``)."""
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    """The nightly snapshot (``cdc-delta snapshot``)."""
     connect: ConnectConfig = Field(default_factory=ConnectConfig)
+    """The Kafka Connect worker that ``cdc-delta connectors`` applies the Debezium connectors to."""
     schema_registry: SchemaRegistryConfig = Field(default_factory=SchemaRegistryConfig, validate_default=True)
     """Where ``kafka.value_format: avro`` reads its schemas."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)

@@ -26,7 +26,10 @@ class KafkaSecurity(PasswordSource):
 
     SECTION: ClassVar[str] = "kafka.security"
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """The brokers' listener: ``PLAINTEXT`` (neither TLS nor SASL), ``SSL`` (TLS), ``SASL_PLAINTEXT`` (SASL
+    without TLS) or ``SASL_SSL`` (SASL over TLS)."""
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    """SASL: how the user and password are presented, as the brokers' listener expects."""
     username: str | None = None
     """The SASL user (SASL_PLAINTEXT, SASL_SSL)."""
     ca_file: str | None = None

@@ -37,8 +37,12 @@ class SourceConfig(PasswordSource):
 
     SECTION: ClassVar[str] = "source"
     host: str = "127.0.0.1"
+    """Host name or address of the source database (MariaDB or MySQL)."""
     port: int = Field(default=3306, gt=0, le=65535)
+    """Its port."""
     user: str = "root"
+    """The user ``check`` reads as; its password comes from ``password_env`` or ``password_file``."""
     connect_timeout_seconds: float = Field(default=10, gt=0)
     """How long to wait for the server to answer; then ``check`` exits 2 naming host and port."""
     check: CheckConfig = Field(default_factory=CheckConfig)
+    """How ``cdc-delta check`` waits for the stream and probes again."""

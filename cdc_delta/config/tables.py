@@ -74,7 +74,9 @@ class SourceCountJdbc(PasswordSource):
     query: str
     """The count, e.g. ``SELECT COUNT(*) FROM orders``: its first column of the first row is used."""
     user: str | None = None
+    """The database user of the count; its password comes from ``password_env`` or ``password_file``."""
     driver: str = "org.mariadb.jdbc.Driver"
+    """JDBC driver class; the bundled MariaDB driver serves ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs."""
 
     @field_validator("url")
     @classmethod
