@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := .venv/bin/pytest
 
-.PHONY: help setup demo demo-generated test test-fast test-object-storage lint bench
+.PHONY: help setup demo demo-generated test test-fast test-object-storage lint bench docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ test-fast: setup  ## unit tests only (no Spark), seconds
 
 test-object-storage: setup  ## the lake on a local S3-compatible store (scripts/s3.sh builds SeaweedFS on first use: minutes)
 	$(PYTEST) -m object_storage
+
+docs: setup  ## regenerate docs/configuration.md (every setting: type, default, meaning) from the config models
+	$(PY) -m cdc_delta.config.reference --write docs/configuration.md
 
 lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench maintenance streaming
