@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := .venv/bin/pytest
 
-.PHONY: help setup demo demo-generated test test-fast test-object-storage lint bench docs
+.PHONY: help setup demo demo-generated test test-fast test-object-storage lint bench docs dist
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test-object-storage: setup  ## the lake on a local S3-compatible store (scripts/
 
 docs: setup  ## regenerate docs/configuration.md (every setting: type, default, meaning) from the config models
 	$(PY) -m cdc_delta.config.reference --write docs/configuration.md
+
+dist: setup  ## build what spark-submit needs into dist/: the wheel, cdc_delta.zip (--py-files), the decoder jar
+	$(PY) scripts/dist.py dist
 
 lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench maintenance streaming
