@@ -91,7 +91,7 @@ def register_delta_tables(spark: SparkSession, config: AppConfig) -> list[str]:
     """Make every existing replicated table queryable as ``db.table`` in this session's catalog;
     returns their names."""
     names = []
-    for table in indexed(spark, config).all_tables():
+    for table in indexed(spark, config).tables():
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue

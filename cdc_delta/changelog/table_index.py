@@ -1,11 +1,12 @@
 """The table index: every table a pattern entry made (``name: "{db}.{table}"``), the topic and source
 table it comes from and the landing that found it, appended by the stream before the landing that
 first holds the table's changes. Every process lists the tables from the config's listed tables and
-this index (:func:`indexed`); a table's settings come from its entry, which its name alone tells
-(:meth:`cdc_delta.config.AppConfig.owner`), and so does its key, unless the entry has none: then the
-key is the one Debezium's record key named when the table was found (its primary key), kept here. A
-table whose records carry no key (no primary key) is refused, and so are its records once their key
-names other columns than the index's (a changed primary key), each with the reason.
+this index (:func:`indexed`, a :class:`~cdc_delta.catalog.TableCatalog`); a table's settings come from
+its entry, which its name alone tells (:meth:`cdc_delta.config.AppConfig.owner`), and so does its key,
+unless the entry has none: then the key is the one Debezium's record key named when the table was found
+(its primary key), kept here. A table whose records carry no key (no primary key) is refused, and so
+are its records once their key names other columns than the index's (a changed primary key), each with
+the reason.
 
 One topic per table: a second topic whose events a pattern entry names alike (``{table}`` over two
 databases, or two servers with the same schema) would mix two tables' rows, so its events are refused
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from cdc_delta.catalog import TableCatalog
 from cdc_delta.changelog.table import TABLE, tables_path, tables_schema
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.delta_rs import open_table, read
@@ -66,19 +68,19 @@ def discovered(spark: SparkSession, config: AppConfig) -> dict[str, Made]:
     return _by_name(r.asDict() for r in rows)
 
 
-def indexed(spark: SparkSession, config: AppConfig) -> AppConfig:
-    """``config`` knowing the tables the pattern entries made so far, with their keys."""
+def indexed(spark: SparkSession, config: AppConfig) -> TableCatalog:
+    """The tables known now: the config's, and those the pattern entries made so far, with their keys."""
     return knowing(config, discovered(spark, config))
 
 
-def indexed_without_spark(config: AppConfig) -> AppConfig:
+def indexed_without_spark(config: AppConfig) -> TableCatalog:
     """:func:`indexed`, read with delta-rs (``status``, ``check``)."""
     return knowing(config, discovered_without_spark(config))
 
 
-def knowing(config: AppConfig, made: Mapping[str, Made]) -> AppConfig:
-    """``config`` knowing the tables ``made`` (:meth:`~cdc_delta.config.AppConfig.knowing`)."""
-    return config.knowing({name: m.key for name, m in made.items()})
+def knowing(config: AppConfig, made: Mapping[str, Made]) -> TableCatalog:
+    """The config's tables and the tables ``made``."""
+    return TableCatalog(config, {name: m.key for name, m in made.items()})
 
 
 def discovered_without_spark(config: AppConfig) -> dict[str, Made]:

@@ -19,9 +19,9 @@ def lake_problems(config: AppConfig) -> list[str]:
         return problems
     from cdc_delta.changelog.table_index import indexed_without_spark
 
-    known = indexed_without_spark(config)
+    tables = indexed_without_spark(config).tables()
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return [p for found in pool.map(lambda t: _columns(known, t), known.all_tables()) for p in found]
+        return [p for found in pool.map(lambda t: _columns(config, t), tables) for p in found]
 
 
 def _locations(config: AppConfig) -> list[tuple[str, str]]:

@@ -79,8 +79,8 @@ def run_check(config: AppConfig, names: list[str] | None = None) -> CheckReport:
     """Probe ``names`` (default: every table) and write the JSON report."""
     started, t0 = dt.datetime.now(dt.timezone.utc), time.monotonic()
     made = discovered_without_spark(config)
-    config = knowing(config, made)
-    tables = [config.table(n) for n in names] if names else config.all_tables()
+    catalog = knowing(config, made)
+    tables = [catalog.table(n) for n in names] if names else catalog.tables()
     listed = {t.name for t in config.listed_tables}
     # A table a pattern entry made is compared with the source table it comes from, whatever its name, and
     # read in Kafka from its own topic (not every topic of its entry).

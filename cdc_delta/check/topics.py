@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from cdc_delta.catalog import TableCatalog
 from cdc_delta.changelog.table_index import Made, Origin, claim, knowing
 from cdc_delta.config import AppConfig, KeyNotKnown
 from cdc_delta.events.routing import Router
@@ -56,7 +57,7 @@ def plan_topics(config: AppConfig, topics: Iterable[str], known: Mapping[str, Ma
     for topic, (name, db, table) in routed.items():
         origins.setdefault(name, set()).add(Origin(topic, db, table, truncate=False))
     refused = claim(config, known, origins).refused
-    config = knowing(config, known)
+    catalog = knowing(config, known)
     for topic, (name, _, _) in routed.items():
         entry = config.owner(name)
         assert entry is not None  # the router named it
@@ -64,13 +65,13 @@ def plan_topics(config: AppConfig, topics: Iterable[str], known: Mapping[str, Ma
             plans[topic] = TopicPlan(topic, how=refused[(name, topic)])
         else:
             how = f"made by {entry.name!r}" if entry.is_pattern else "listed"
-            plans[topic] = TopicPlan(topic, name, how, _key(config, name))
+            plans[topic] = TopicPlan(topic, name, how, _key(catalog, name))
     return [plans[t] for t in sorted(plans)]
 
 
-def _key(config: AppConfig, name: str) -> tuple[str, ...]:
+def _key(catalog: TableCatalog, name: str) -> tuple[str, ...]:
     try:
-        return tuple(config.table(name).key)
+        return tuple(catalog.table(name).key)
     except KeyNotKnown:  # its records will name it
         return ()
 

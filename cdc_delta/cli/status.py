@@ -58,8 +58,7 @@ def read_status(config: AppConfig) -> Status:
     kafka = config.kafka
     lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
-    config = indexed_without_spark(config)
-    tables = with_pending(config, table_status(config, config.all_tables()))
+    tables = with_pending(config, table_status(config, indexed_without_spark(config).tables()))
     return Status(lags, landed, newest, tables, dead_letter_count(config))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
@@ -119,8 +119,6 @@ class AppConfig(Frozen):
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""
-    _made: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
-    """The tables the pattern entries made, as far as known (:meth:`knowing`), with their recorded keys."""
     _owners: tuple[list[TableConfig], Owners, dict[str, TableConfig]] | None = PrivateAttr(default=None)
     """:meth:`owner`'s index of :attr:`tables`, and the list it was built from."""
     type_widening: Literal["rewrite", "delta_feature"] = "rewrite"
@@ -200,27 +198,6 @@ class AppConfig(Frozen):
         """Whether a pattern entry takes its tables' keys from Debezium's record keys."""
         return any(not p.key for p in self.patterns)
 
-    def knowing(self, made: Mapping[str, Sequence[str]]) -> AppConfig:
-        """This config knowing the tables the pattern entries made so far (``made``: each name with the key
-        the table index records for it, empty where the entry names the key), as
-        :func:`cdc_delta.changelog.table_index.indexed` reads them."""
-        known = self.model_copy()
-        known._made = {name: tuple(key) for name, key in made.items()}
-        return known
-
-    def all_tables(self) -> list[TableConfig]:
-        """Every table: those listed, then those the pattern entries made (as far as this config knows them,
-        :meth:`knowing`)."""
-        listed = self.listed_tables
-        names = {t.name for t in listed}
-        made = []
-        for name in sorted(set(self._made) - names):
-            try:
-                made.append(self.pattern_table(name))
-            except KeyNotKnown as exc:
-                logger.warning("%s: left out for now: %s", name, exc)
-        return listed + [t for t in made if t is not None]
-
     @model_validator(mode="after")
     def _snapshot_tables(self) -> AppConfig:
         names = {t.name for t in self.listed_tables}
@@ -287,17 +264,13 @@ class AppConfig(Frozen):
 
         Tables that share a name in different databases (inventory.items, archive.items) replicate
         fine; only their nightly snapshots would collide in ``<snapshot.database>.<name>``."""
-        clashes = short_name_clashes(self.snapshot_tables())
+        clashes = short_name_clashes([t for t in self.listed_tables if self.in_snapshot(t)])
         if not clashes:
             return None
         return (
             f"snapshot tables would share Hive names {self.snapshot.database}.{clashes}: list only one table "
             "per name under snapshot.tables"
         )
-
-    def snapshot_tables(self) -> list[TableConfig]:
-        """The tables the nightly snapshot publishes (of those :meth:`all_tables` lists)."""
-        return [t for t in self.all_tables() if self.in_snapshot(t)]
 
     def apart(self, tables: list[TableConfig]) -> tuple[list[TableConfig], dict[str, list[str]]]:
         """``tables`` without those a pattern entry made whose Hive name (the name without its database)
@@ -324,7 +297,8 @@ class AppConfig(Frozen):
         return configured or f"{self.storage.root.rstrip('/')}/{name}"
 
     def table(self, name: str) -> TableConfig:
-        """The table named ``name``: listed, or made by a pattern entry (:meth:`pattern_table`)."""
+        """The table named ``name``: listed, or made by a pattern entry that names its key
+        (:meth:`pattern_table`; the tables known at run time: :class:`cdc_delta.catalog.TableCatalog`)."""
         entry = self.entry(name)
         made = self.pattern_table(name) if entry.is_pattern else entry
         assert made is not None
@@ -359,23 +333,19 @@ class AppConfig(Frozen):
         return None if owner is None else by_name.get(owner)
 
     def pattern_table(self, name: str) -> TableConfig | None:
-        """The table named ``name`` that a pattern entry makes, or None. Raises :class:`KeyNotKnown` for a
-        table whose key comes from Debezium's record key when this config does not know it (:meth:`knowing`)."""
+        """The table named ``name`` that a pattern entry makes, as far as the file tells it, or None. Raises
+        :class:`KeyNotKnown` for a table whose key comes from Debezium's record key: the table index knows
+        it (:class:`cdc_delta.catalog.TableCatalog`)."""
         entry = self.pattern_entry(name)
         if entry is None:
             return None
-        if not entry.key and name in self._made and not self._made[name]:
-            raise KeyNotKnown(
-                f"table {name!r} was made while pattern entry {entry.name!r} named its key, and its records have not "
-                "named it since: the stream records it with the table's next change (or give the entry its key again)"
-            )
-        if not entry.key and not self._made.get(name):
+        if not entry.key:
             raise KeyNotKnown(
                 f"the key of table {name!r} is not known here: pattern entry {entry.name!r} takes each table's key "
                 "from Debezium's record key, which the changelog's table index records when the stream first "
                 "lands the table; run the stream first, or give the entry a key"
             )
-        return entry.made(name, self._made.get(name, ()))
+        return entry.made(name)
 
     def pattern_entry(self, name: str) -> TableConfig | None:
         """The pattern entry that makes the table named ``name``, or None."""

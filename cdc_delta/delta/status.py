@@ -46,7 +46,7 @@ class TableStatus:
 
 
 def table_status(config: AppConfig, tables: list[TableConfig]) -> list[TableStatus]:
-    """The state of ``tables`` (every table: :meth:`~cdc_delta.config.AppConfig.all_tables`), several
+    """The state of ``tables`` (every table: :meth:`~cdc_delta.catalog.TableCatalog.tables`), several
     read at once (delta-rs waits on files without the GIL);
     its pending changes are the changelog's to count (:func:`cdc_delta.changelog.status.with_pending`)."""
     from concurrent.futures import ThreadPoolExecutor

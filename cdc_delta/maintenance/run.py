@@ -160,7 +160,7 @@ def run_maintenance(
             spark,
             m.concurrency,
             lambda session, table: maintain_table(session, config, table, now, history.get(table.name, []), watermarks),
-            indexed(spark, config).all_tables(),
+            indexed(spark, config).tables(),
             setup=lambda session: commands.configure_session(session, m),
         )
         # Only what every table has merged may go: a table not created yet holds nothing.

@@ -69,8 +69,7 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
     old table's state would stop the table as replaced under it (`cdc-delta resume-table` then accepts
     the rebuilt one)."""
     started = time.monotonic()
-    config = indexed(spark, config)
-    table = config.table(name)
+    table = indexed(spark, config).table(name)
     path = config.storage.table_path(table)
     gone = deleted_through(spark, config).get(name, -1)
     if gone >= 0:

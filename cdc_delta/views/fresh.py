@@ -106,9 +106,8 @@ def function_ddl(config: AppConfig) -> str:
 def fresh_views(spark: SparkSession, config: AppConfig) -> list[FreshView]:
     """The views of every replicated table that has a Delta table (one without has none yet: the merger
     makes it with its first merge)."""
-    config = indexed(spark, config)
     tables = []
-    for table in _named_apart(config.all_tables()):
+    for table in _named_apart(indexed(spark, config).tables()):
         path = config.storage.table_path(table)
         if DeltaTable.isDeltaTable(spark, path):
             tables.append(table)

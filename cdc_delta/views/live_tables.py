@@ -78,8 +78,7 @@ def live_table(config: AppConfig, table: TableConfig, schema: StructType, manife
 def live_tables(spark: SparkSession, config: AppConfig) -> list[LiveTable]:
     """The Hive table and view of every replicated table that has a Delta table yet."""
     out = []
-    config = indexed(spark, config)
-    for table in _named_apart(config, config.all_tables()):
+    for table in _named_apart(config, indexed(spark, config).tables()):
         path = config.storage.table_path(table)
         if not DeltaTable.isDeltaTable(spark, path):
             logger.info("%s: no Delta table yet at %s, no live table", table.name, path)

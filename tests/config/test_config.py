@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_delta.catalog import TableCatalog
 from cdc_delta.config import load_config, parse_config
 from cdc_delta.exceptions import ConfigError
 
@@ -204,7 +205,7 @@ def test_snapshot_defaults_and_stock_settings() -> None:
     assert stock.path == str(Path.cwd() / "exports/orders")
     assert config.snapshot.database == "ods" and config.snapshot.time_zone == "UTC"
     # Tables whose key includes the shard are left out by default (a stock export has no shard).
-    assert [t.name for t in config.snapshot_tables()] == ["inventory.orders"]
+    assert [t.name for t in TableCatalog(config).snapshot_tables()] == ["inventory.orders"]
 
 
 def test_the_jdbc_password_comes_from_the_environment_or_a_file(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from cdc_delta.catalog import TableCatalog
 from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
 from cdc_delta.exceptions import ConfigError
@@ -22,7 +23,7 @@ def config(*tables: dict[str, Any], **extra: Any):
 
 def known(c: Any, *names: str) -> Any:
     """``c`` knowing ``names`` as the table index would (keys named by their entries)."""
-    return c.knowing({name: () for name in names})
+    return TableCatalog(c, {name: () for name in names})
 
 
 def refusal(*tables: dict[str, Any]) -> str:
@@ -46,8 +47,8 @@ def test_a_made_table_has_its_entrys_key_and_settings_and_a_path_from_its_name()
 
 def test_every_table_is_the_listed_ones_then_those_the_index_found() -> None:
     c = config(SHOP, LISTED)
-    assert [t.name for t in c.all_tables()] == ["shop.orders"]  # before the index is read
-    names = [t.name for t in known(c, "shop.items", "shop.orders", "shop.carts", "nowhere").all_tables()]
+    assert [t.name for t in TableCatalog(c).tables()] == ["shop.orders"]  # before the index is read
+    names = [t.name for t in known(c, "shop.items", "shop.orders", "shop.carts", "nowhere").tables()]
     assert names == ["shop.orders", "shop.carts", "shop.items"]  # a name no entry makes is left out
     assert [t.name for t in known(c, "shop.items").snapshot_tables()] == ["shop.orders", "shop.items"]
 
@@ -101,7 +102,7 @@ def test_made_tables_that_would_share_a_hive_name_get_no_live_table(caplog: pyte
     from cdc_delta.views.live_tables import _named_apart
 
     c = config({"name": "crm.items", "topics": ["srv.crm.items"], "key": ["id"]}, ANY)
-    tables = known(c, "shop.items", "erp.items", "shop.carts").all_tables()
+    tables = known(c, "shop.items", "erp.items", "shop.carts").tables()
     assert [t.name for t in _named_apart(c, tables)] == ["crm.items", "shop.carts"]
     why = "shop.items: no live table: cdc_live.items would also be the Hive name of crm.items, erp.items"
     assert why in caplog.text
@@ -156,17 +157,16 @@ def test_an_entry_without_a_key_takes_each_tables_key_from_the_index() -> None:
         c.table("shop.items")
     assert c.entry("shop.items").name == "{db}.{table}"  # its entry and path are known from the name alone
     assert c.table_path("shop.items") == "/lake/shop/items"
-    k = c.knowing({"shop.items": ("sku", "store")})
+    k = TableCatalog(c, {"shop.items": ("sku", "store")})
     assert k.table("shop.items").key == ["sku", "store"]
-    assert [(t.name, t.key) for t in k.all_tables()] == [
+    assert [(t.name, t.key) for t in k.tables()] == [
         ("shop.orders", ["order_id"]),
         ("shop.items", ["sku", "store"]),
     ]
-    assert k.model_copy(update={"app_id": "q"}).table("shop.items").key == ["sku", "store"]  # kept by copies
-    before = c.knowing({"shop.items": ()})  # the index of an entry that named keys before
+    before = TableCatalog(c, {"shop.items": ()})  # the index of an entry that named keys before
     with pytest.raises(KeyNotKnown, match="was made while pattern entry '{db}.{table}' named its key"):
         before.table("shop.items")
-    assert [t.name for t in before.all_tables()] == ["shop.orders"]  # left out, with a warning, until its key
+    assert [t.name for t in before.tables()] == ["shop.orders"]  # left out, with a warning, until its key
     with pytest.raises(ConfigError, match=r"tables\[a\]\.key: key must name at least one primary-key column"):
         config({"name": "a", "topics": ["t"]})  # a listed table still names its key
 
