@@ -35,7 +35,7 @@ lint: setup  ## ruff and mypy
 	.venv/bin/ruff check cdc_delta tests bench maintenance streaming
 	.venv/bin/mypy
 
-bench: setup  ## benchmarks: write bench/results/*.json and print the tables of bench/README.md (long)
+bench: setup  ## benchmarks: write bench/results/*.json and print the tables of docs/performance.md (long)
 	$(PY) bench/merge_vs_append.py
 	$(PY) bench/merge_cost.py
 	$(PY) bench/merge_rounds.py

@@ -77,7 +77,7 @@ def main() -> None:
 
     config = config_for("one", demo_tables(), r"^dbserver1\..*")
     spark = build_session(config.spark, metastore_conf(config))
-    processor = BatchProcessor(config, on_landing=lambda landing: None)
+    processor = BatchProcessor(config)
     generator = ChangeGenerator(DEMO_TABLES[:1], seed=3, live=True)  # a view reads young changes only
     offsets: dict[str, int] = {}
     batch = 0
@@ -133,7 +133,7 @@ def main() -> None:
     # Registration at many tables: what the hourly maintenance pays before its work.
     sources = source_tables(args.tables, "fv")
     many = config_for("many", table_configs(sources, "fv"), r"^fv\..*")
-    many_processor = BatchProcessor(many, on_landing=lambda landing: None)
+    many_processor = BatchProcessor(many)
     many_generator = ChangeGenerator(sources, seed=4, server="fv", live=True)
     many_offsets: dict[str, int] = {}
     many_processor.process(kafka_frame(spark, generated_records(many_generator, args.tables * 20, many_offsets)), 0)

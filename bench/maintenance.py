@@ -54,6 +54,8 @@ from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.lock import lock_path
 from cdc_delta.maintenance.run import run_maintenance
+from cdc_delta.merger import Merger
+from cdc_delta.merger.with_stream import MergeAfterLandings
 from cdc_delta.spark_session import build_session
 from cdc_delta.stream.batch import BatchProcessor
 
@@ -91,7 +93,8 @@ class Stream:
     """Batches of new and updated keys through the batch function, timed."""
 
     def __init__(self, spark: SparkSession, config: AppConfig, rows: int, batch_rows: int) -> None:
-        self.spark, self.processor, self.batch_rows = spark, BatchProcessor(config), batch_rows
+        self.spark, self.batch_rows = spark, batch_rows
+        self.processor = BatchProcessor(config, listener=MergeAfterLandings(Merger(spark, config)))
         self.first_id = self.next_id = rows
         self.updated_span = 0  # keys [first_id, first_id + updated_span) get the updates
         self.batch_id = 0

@@ -41,6 +41,8 @@ from cdc_delta.demo.batches import generated_records, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance import run as maintenance
+from cdc_delta.merger import Merger
+from cdc_delta.merger.with_stream import MergeAfterLandings
 from cdc_delta.spark_session import build_session
 from cdc_delta.stream.batch import BatchProcessor
 
@@ -100,7 +102,7 @@ def main() -> None:
         }
     )
     spark = build_session(config.spark)
-    processor = BatchProcessor(config)
+    processor = BatchProcessor(config, listener=MergeAfterLandings(Merger(spark, config)))
     generator = ChangeGenerator(sources, seed=1, server="mt")
     offsets: dict[str, int] = {}
     t0 = time.monotonic()

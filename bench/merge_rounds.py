@@ -68,7 +68,7 @@ def main() -> None:
         )
         spark = spark or build_session(config.spark)
         merger = Merger(spark, config)
-        lakes[label] = (merger, BatchProcessor(config, on_landing=merger.landed))
+        lakes[label] = (merger, BatchProcessor(config, listener=merger))
     assert spark is not None
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # the driver runs the tasks
     generator = ChangeGenerator(sources, seed=3, server="mr")

@@ -35,6 +35,8 @@ from cdc_delta.config import AppConfig, SparkConfig, parse_config
 from cdc_delta.decode.batch import decode_batch
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.decode.plan import decode_plan
+from cdc_delta.merger import Merger
+from cdc_delta.merger.with_stream import MergeAfterLandings
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.typed_rows import typed_rows
 from cdc_delta.spark_session import build_session
@@ -156,7 +158,7 @@ def run_case(spark: SparkSession, root: str, target_rows: int, batch_rows: int, 
     config = bench_config(root)
     target = config.storage.table_path(config.tables[0])
     write_target(spark, target, target_rows, files)
-    processor = BatchProcessor(config)
+    processor = BatchProcessor(config, listener=MergeAfterLandings(Merger(spark, config)))
     # Warm-up: the stream is long-running, so measure steady state (JIT, table state read once).
     processor.process(kafka_batch(spark, "c", target_rows + 10**8, 100, pos_base=1), 0)
     append_baseline(spark, config, kafka_batch(spark, "c", 0, 100, pos_base=1), os.path.join(root, "_append_warmup"))

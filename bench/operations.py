@@ -91,11 +91,14 @@ def manifest_batch(
     spark: Any, bootstrap: str, folder: Path, server: str, tables: int, events: int, live: bool
 ) -> float:
     from cdc_delta.config import parse_config
+    from cdc_delta.merger import Merger
+    from cdc_delta.merger.with_stream import MergeAfterLandings
     from cdc_delta.stream.batch import BatchProcessor
 
     sources = source_tables(tables, server)
     config = {**bench_config(folder, bootstrap, server, sources), "live_tables": {"enabled": live}}
-    processor = BatchProcessor(parse_config(config))
+    parsed = parse_config(config)
+    processor = BatchProcessor(parsed, listener=MergeAfterLandings(Merger(spark, parsed)))
     produce(bootstrap, server, sources, tables * 20, 1, seed=2)
     processor.process(kafka_batch(spark, bootstrap, server), 0)  # creates the tables
     warm = end_offsets(bootstrap, server)

@@ -188,7 +188,7 @@ def main() -> None:
             }
         )
         spark = spark or build_session(config.spark)
-        processor = BatchProcessor(config, on_landing=lambda landing: None)  # lands only
+        processor = BatchProcessor(config)  # lands only
         t0 = time.monotonic()
         for number, records in enumerate(batches):
             result = processor.process(kafka_frame(spark, records), number)

@@ -1,4 +1,4 @@
-"""Print bench/results/*.json as the Markdown tables bench/README.md shows (the README keeps the headlines)."""
+"""Print bench/results/*.json as the Markdown tables docs/performance.md shows (the README keeps the headlines)."""
 
 from __future__ import annotations
 

@@ -251,9 +251,7 @@ def one_batch(
     from cdc_delta.stream.batch import BatchProcessor
 
     # The landing alone: merges, due after 60 s by default, are told of the landings and left out.
-    processor = BatchProcessor(
-        parse_config(bench_config(folder, bootstrap, server, tables)), on_landing=lambda landing: None
-    )
+    processor = BatchProcessor(parse_config(bench_config(folder, bootstrap, server, tables)), listener=None)
     produce(bootstrap, server, tables, max(len(tables) * 20, events // 10), partitions, seed=2)
     processor.process(kafka_batch(spark, bootstrap, server), 0)
     seconds, steps = [], []
@@ -296,7 +294,7 @@ def part_new_tables(spark: Any, bootstrap: str, folder: Path, events: int) -> di
     def first_batch(server: str, n: int, count: int) -> dict[str, Any]:
         tables = source_tables(n, server)
         config = parse_config(bench_config(folder, bootstrap, server, tables))
-        processor = BatchProcessor(config, on_landing=lambda landing: None)  # merged below, not beside
+        processor = BatchProcessor(config)  # merged below, not beside
         produce(bootstrap, server, tables, count, 1, seed=7)
         land = timed(lambda: processor.process(kafka_batch(spark, bootstrap, server), 0))
         merger = Merger(spark, config)

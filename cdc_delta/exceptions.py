@@ -33,10 +33,6 @@ class ConfigError(CdcDeltaError):
     """The configuration file or an override is invalid; raised before any work starts."""
 
 
-class EnvelopeError(CdcDeltaError):
-    """A Kafka record is not a change event cdc-delta can apply; the record goes to the dead letters."""
-
-
 class SchemaChangeError(CdcDeltaError):
     """A source column changed type in a way the Delta table cannot follow; that table stops."""
 

@@ -1,9 +1,7 @@
 """A class-data-sharing archive of the classes a local Spark JVM of cdc-delta loads (Spark's, Delta's,
 the Kafka source's): made once (``cdc-delta jvm-archive``, which ``make setup`` runs), then mapped by
 every local Spark JVM cdc-delta starts, which reads those classes parsed and verified from it instead of
-from the jars. ``cdc-delta sql`` as a cold process (the session, a first Delta read, one query) takes
-about 0.7x the time without it on 2 cores, with the tests' JVM options (C1 only) and with the defaults
-alike (``bench/cold_start.py``).
+from the jars, so a command's cold start is shorter (``bench/cold_start.py``, docs/performance.md).
 
 An archive serves one JDK build and one set of jars only: its name holds a digest of the JDK (launcher,
 VM, class modules), Spark's own jars and the extra jars (path, size, modification time of each), so a

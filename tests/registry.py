@@ -43,12 +43,12 @@ class StandInRegistry:
     def register(self, subject: str, text: str) -> int:
         with self._lock:
             found = next((i for i, t in self.schemas.items() if t == text), None)
-            schema_id = found if found is not None else len(self.schemas) + 1
-            self.schemas[schema_id] = text
+            registry_id = found if found is not None else len(self.schemas) + 1
+            self.schemas[registry_id] = text
             self.subjects.setdefault(subject, [])
-            if schema_id not in self.subjects[subject]:
-                self.subjects[subject].append(schema_id)
-            return schema_id
+            if registry_id not in self.subjects[subject]:
+                self.subjects[subject].append(registry_id)
+            return registry_id
 
     def close(self) -> None:
         self._server.shutdown()
@@ -86,11 +86,11 @@ class StandInRegistry:
                 if m is None:
                     self._answer(404, {"error_code": 404, "message": f"no endpoint {self.path}"})
                     return
-                schema_id = int(m.group(1))
-                registry.asked.append(schema_id)
-                text = registry.schemas.get(schema_id)
+                registry_id = int(m.group(1))
+                registry.asked.append(registry_id)
+                text = registry.schemas.get(registry_id)
                 if text is None:
-                    self._answer(404, {"error_code": 40403, "message": f"Schema {schema_id} not found"})
+                    self._answer(404, {"error_code": 40403, "message": f"Schema {registry_id} not found"})
                 else:
                     self._answer(200, {"schema": text})
 

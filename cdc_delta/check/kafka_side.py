@@ -107,13 +107,13 @@ def _decoder(config: AppConfig, plan: DecodePlan) -> Any:
     """``decode(topic, partition, offset, value) -> Decoded`` for the stream's value format."""
     if config.kafka.value_format == "json":
         return lambda topic, partition, offset, value: decode_record(topic, partition, offset, value, plan)
-    from cdc_delta.decode.registry import AvroSchemas
-    from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id
+    from cdc_delta.decode.schema_registry import AvroSchemas
+    from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, registry_id
 
     schemas = AvroSchemas(config.schema_registry, config.kafka.unescape_field_names)
 
     def decode(topic: str, partition: int, offset: int, value: bytes | None) -> Decoded:
-        found = schema_id(value) if value is not None else None
+        found = registry_id(value) if value is not None else None
         envelopes: dict[int, AvroEnvelope | str] = {}
         if found is not None:
             reasons = schemas.read([found])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
@@ -26,3 +27,16 @@ def dash(value: object) -> str:
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="path to the YAML config")
+
+
+def utc_time(text: str) -> dt.datetime:
+    """A time given on the command line, in UTC: naive means UTC, an offset is honoured."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: write YYYY-MM-DD, YYYY-MM-DDTHH:MM (UTC) or YYYY-MM-DDTHH:MM+08:00"
+        ) from None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc)

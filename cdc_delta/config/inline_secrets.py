@@ -19,7 +19,7 @@ spark.kubernetes.driver.secrets.*, kafka.sasl.oauthbearer.token.endpoint.url, ..
 _FILE_SETTING = {"spark.authenticate.secret": "spark.authenticate.secret.file"}
 
 
-def is_secret(key: str) -> bool:
+def is_secret_option(key: str) -> bool:
     return bool(_SECRET.search(key)) and not _NAMES_NO_SECRET.search(key)
 
 
@@ -34,7 +34,7 @@ def inline_secrets(data: Mapping[str, Any], origins: Origins) -> list[tuple[tupl
             continue
         for key in values:
             loc = (section, field, str(key))
-            if not is_secret(loc[2]) or any(loc[:n] in origins for n in range(1, 4)):
+            if not is_secret_option(loc[2]) or any(loc[:n] in origins for n in range(1, 4)):
                 continue
             var = f"{ENV_PREFIX}{section.upper()}__{field.upper()}__{key}"
             other = f" (or {_FILE_SETTING[key]}: a file holding it)" if key in _FILE_SETTING else ""

@@ -20,10 +20,9 @@ class ChangelogConfig(Frozen):
     row_group_mb: float = Field(default=0.25, ge=1 / 64)
     """Parquet row-group size of the changelog's files (as Parquet measures it while it writes: a row
     group on disk is smaller). Each landing's rows are sorted by table, so a merge or a live view reading
-    one table's changes skips the row groups that hold none of them: at 100 tables, landings of 10,000
-    changes, one table's read took 10% of the changelog's rows at 0.25 and all of them at 2, where a row
-    group held a whole landing's file (bench/README.md, "Reading one table's pending changes"). Smaller
-    skips more, in larger files."""
+    one table's changes skips the row groups that hold none of them; a group as large as a landing's
+    file skips nothing (docs/performance.md, "Reading one table's pending changes"). Smaller skips more,
+    in larger files."""
 
     def located(self, root: str) -> str:
         return str(absolute(self.path)) if self.path else f"{root.rstrip('/')}/_cdc_changelog"

@@ -84,7 +84,7 @@ def load_connector_file(path: str | Path, overrides: Mapping[str, str] | None = 
     return ConnectorFile(name, config, str(file))
 
 
-def is_secret(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
@@ -92,7 +92,7 @@ def shown(key: str, value: str | None) -> str:
     """A value as the CLI may print it: secrets masked, config-provider references as they are."""
     if value is None:
         return "-"
-    if is_secret(key) and not _PROVIDER_REFERENCE.match(value):
+    if is_secret_key(key) and not _PROVIDER_REFERENCE.match(value):
         return REDACTED
     return value
 

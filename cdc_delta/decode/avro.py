@@ -14,22 +14,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS, decoded_schema
-from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.decode.schema_registry import AvroSchemas
 from cdc_delta.events.avro import HEADER_BYTES, MAGIC, AvroEnvelope, UnsupportedSchema, decode_avro
 from cdc_delta.events.envelope import DecodePlan, undecodable
 
 
-def schema_id_column() -> Column:
+def registry_id_column() -> Column:
     """The schema id of a record in the Confluent wire format, NULL for any other value."""
     framed = (F.octet_length("value") >= HEADER_BYTES) & (F.substring("value", 1, 1) == F.lit(bytes([MAGIC])))
     return F.when(framed, F.conv(F.hex(F.substring("value", 2, 4)), 16, 10).cast("bigint"))
 
 
 @functools.lru_cache(maxsize=1024)
-def _envelope(schema_id: int, text: str, unescape_names: bool) -> AvroEnvelope | str:
+def _envelope(registry_id: int, text: str, unescape_names: bool) -> AvroEnvelope | str:
     """Each schema parsed once per Python worker process (workers are reused across tasks)."""
     try:
-        return AvroEnvelope.from_text(schema_id, text, unescape_names)
+        return AvroEnvelope.from_text(registry_id, text, unescape_names)
     except UnsupportedSchema as exc:
         return f"not a Debezium envelope schema: {exc}"
 
@@ -75,8 +75,8 @@ def avro_decoded(
         import pyarrow as pa
 
         envelopes: dict[int, AvroEnvelope | str] = dict(reasons)
-        for schema_id, text in texts.items():
-            envelopes[schema_id] = _envelope(schema_id, text, unescape_names)
+        for registry_id, text in texts.items():
+            envelopes[registry_id] = _envelope(registry_id, text, unescape_names)
         for batch in batches:
             columns = batch.to_pydict()
             rows = [
@@ -100,7 +100,7 @@ def decode_avro_batch(batch: DataFrame, plan: DecodePlan, schemas: AvroSchemas) 
     raw = batch.select(*KAFKA_COLUMNS).coalesce(spark.sparkContext.defaultParallelism)
     raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        ids = [r[0] for r in raw.where(F.col("value").isNotNull()).select(schema_id_column()).distinct().collect()]
+        ids = [r[0] for r in raw.where(F.col("value").isNotNull()).select(registry_id_column()).distinct().collect()]
         reasons = schemas.read(i for i in ids if i is not None)
         texts = {i: schemas.texts[i] for i in ids if i in schemas.texts}
         decoded = avro_decoded(raw, plan, texts, reasons, schemas.unescape_names).localCheckpoint(eager=True)

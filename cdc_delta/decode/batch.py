@@ -20,7 +20,7 @@ from cdc_delta.decode.decoded import DECODED, KAFKA_COLUMNS
 from cdc_delta.decode.images import ImageSchema, schema_ref
 from cdc_delta.decode.jvm import ENV_COLUMNS, FAST, Landable, envelopes, fast_decoded, probe
 from cdc_delta.decode.reference import python_decoded
-from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.decode.schema_registry import AvroSchemas
 from cdc_delta.events.envelope import DecodePlan
 from cdc_delta.events.record_keys import json_key_columns
 from cdc_delta.local_checkpoint import Held

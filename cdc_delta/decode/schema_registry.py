@@ -18,7 +18,7 @@ import requests
 
 from cdc_delta.config import SchemaRegistryConfig
 from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, unescape_name
-from cdc_delta.events.avro import schema_id as wire_schema_id
+from cdc_delta.events.avro import registry_id as wire_registry_id
 from cdc_delta.events.record_keys import NO_KEY, avro_key_columns, json_key_columns
 from cdc_delta.exceptions import CdcDeltaError, RegistryUnavailable, SchemaRegistryError
 from cdc_delta.http_client import HttpClient, server_message
@@ -71,30 +71,30 @@ class AvroSchemas:
         """Read the ids not read yet; returns the reason each id of ``ids`` cannot be decoded with (the
         others are in :attr:`texts`)."""
         reasons: dict[int, str] = {}
-        for schema_id in sorted(set(ids)):
-            if schema_id in self.texts:
+        for registry_id in sorted(set(ids)):
+            if registry_id in self.texts:
                 continue
-            if schema_id in self._refused:
-                reasons[schema_id] = self._refused[schema_id]
+            if registry_id in self._refused:
+                reasons[registry_id] = self._refused[registry_id]
                 continue
-            text, reason = self._fetch(schema_id)
+            text, reason = self._fetch(registry_id)
             if text is None:
-                reasons[schema_id] = reason
+                reasons[registry_id] = reason
                 continue
             try:
-                AvroEnvelope.from_text(schema_id, text, self.unescape_names)
+                AvroEnvelope.from_text(registry_id, text, self.unescape_names)
             except UnsupportedSchema as exc:
-                self._refused[schema_id] = reasons[schema_id] = f"not a Debezium envelope schema: {exc}"
-                logger.warning("Avro schema id %d cannot be decoded: %s", schema_id, exc)
+                self._refused[registry_id] = reasons[registry_id] = f"not a Debezium envelope schema: {exc}"
+                logger.warning("Avro schema id %d cannot be decoded: %s", registry_id, exc)
                 continue
-            self.texts[schema_id] = text
+            self.texts[registry_id] = text
         return reasons
 
     def key_columns(self, key: bytes | None) -> tuple[str, ...]:
         """The columns of a record's key (Debezium's: the table's primary key): an Avro key from its schema in
         the registry, else a JSON one (a connector whose ``key.converter`` is JsonConverter); empty for no key
         or one that is neither."""
-        key_id = wire_schema_id(key) if key else None
+        key_id = wire_registry_id(key) if key else None
         if key_id is None:
             return json_key_columns(key)
         if key_id not in self._key_columns:
@@ -103,15 +103,15 @@ class AvroSchemas:
             self._key_columns[key_id] = NO_KEY if text is None else avro_key_columns(text, unescape)
         return self._key_columns[key_id]
 
-    def _fetch(self, schema_id: int) -> tuple[str | None, str]:
+    def _fetch(self, registry_id: int) -> tuple[str | None, str]:
         """The schema's text, or None and why there is none."""
         try:
-            body = self.http.request("GET", f"/schemas/ids/{schema_id}", subject=str(schema_id))
+            body = self.http.request("GET", f"/schemas/ids/{registry_id}", subject=str(registry_id))
         except SchemaNotFound as exc:
             return None, f"unknown to the schema registry at {self.http.url} ({exc})"
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise SchemaRegistryError(
-                f"the schema registry at {self.http.url} answered GET /schemas/ids/{schema_id} with no schema "
+                f"the schema registry at {self.http.url} answered GET /schemas/ids/{registry_id} with no schema "
                 f"({str(body)[:200]}): is schema_registry.url a Confluent-compatible registry?"
             )
         schema_type = body.get("schemaType") or "AVRO"

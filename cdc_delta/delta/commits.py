@@ -69,11 +69,6 @@ class StreamCommit:
     def as_operation(self, operation: str, source: str | None = None) -> StreamCommit:
         return dataclasses.replace(self, operation=operation, source=source)
 
-    def same_write(self, other: StreamCommit) -> bool:
-        """Whether ``other`` records the same write (app, epoch, batch, landing, table, operation, source)."""
-        keys = ("app_id", "epoch", "batch_id", "land_seq", "table", "operation", "source")
-        return all(getattr(self, k) == getattr(other, k) for k in keys)
-
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
@@ -198,9 +193,3 @@ def txn_version(spark: SparkSession, path: str, txn_id: str) -> int:
         return -1
     found = latest_snapshot(spark, path).transactions().get(txn_id)
     return int(found.get()) if found.isDefined() else -1
-
-
-def last_stream_commit(spark: SparkSession, path: str, app_id: str) -> StreamCommit | None:
-    """What the newest commit this app's stream made to the table records (None if none)."""
-    commit = next(app_commits(DeltaTable.forPath(spark, path), app_id, limit=50), None)
-    return commit.record if commit else None

@@ -172,8 +172,8 @@ class AvroEncoder:
         if key not in self._schemas:
             text = json.dumps(avro_schema(connect))
             self._schemas[key] = (self.register(f"{topic}-value", text), parse_schema(json.loads(text)))
-        schema_id, parsed = self._schemas[key]
+        registry_id, parsed = self._schemas[key]
         out = io.BytesIO()
-        out.write(b"\x00" + schema_id.to_bytes(4, "big"))
+        out.write(b"\x00" + registry_id.to_bytes(4, "big"))
         schemaless_writer(out, parsed, avro_datum(connect, record["payload"]))
         return out.getvalue()

@@ -10,6 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_delta.config import AppConfig, parse_config
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable
+from cdc_delta.merger import Merger
+from cdc_delta.merger.with_stream import MergeAfterLandings
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.stream.results import BatchResult
 
@@ -82,7 +84,7 @@ def run_demo(spark: SparkSession, root: Path, events: int, batches: int) -> list
     bad_topic = "dbserver1.inventory.orders"
     records.append((bad_topic, 0, offsets.get(bad_topic, 0), b'{"id": 1}', b"{not json"))
     records.append((bad_topic, 0, offsets.get(bad_topic, 0) + 1, b'{"id": 1}', None))
-    processor = BatchProcessor(config)
+    processor = BatchProcessor(config, listener=MergeAfterLandings(Merger(spark, config)))
     size = max(1, -(-len(records) // batches))
     results = []
     for batch_id, start in enumerate(range(0, len(records), size)):

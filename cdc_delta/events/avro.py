@@ -1,7 +1,7 @@
 """Debezium envelopes in Avro, Confluent wire format, read with fastavro into the JSON decoder's form.
 
 A record is ``0x00``, a 4-byte big-endian schema id, then the Avro binary of the envelope. Its writer
-schema comes from a schema registry (:mod:`cdc_delta.decode.registry`) by id. Debezium's Avro
+schema comes from a schema registry (:mod:`cdc_delta.decode.schema_registry`) by id. Debezium's Avro
 schemas are Kafka Connect schemas written by Confluent's ``AvroData``: a Connect type Avro lacks is
 an Avro type plus properties (``connect.name`` for the logical name, ``connect.parameters``,
 ``connect.version``, ``connect.type`` for int8/int16, ``connect.default``), and an optional field is a
@@ -53,7 +53,7 @@ _UNICODE_ESCAPE = re.compile(r"_u([0-9a-fA-F]{4})")
 Convert = Callable[[Any], Any]
 
 
-def schema_id(value: bytes) -> int | None:
+def registry_id(value: bytes) -> int | None:
     """The schema id of a value in the Confluent wire format; None for anything else."""
     if len(value) < HEADER_BYTES or value[0] != MAGIC:
         return None
@@ -343,7 +343,7 @@ def _without_logical_types(schema: Any) -> Any:
 class AvroEnvelope:
     """One writer schema of the registry, ready to read records with."""
 
-    schema_id: int
+    registry_id: int
     parsed: Any
     """The fastavro schema, without logical types."""
     connect: dict[str, Any]
@@ -354,18 +354,18 @@ class AvroEnvelope:
     """What :attr:`connect` says of its images, worked out on its first record."""
 
     @classmethod
-    def from_text(cls, schema_id: int, text: str, unescape_names: bool = False) -> AvroEnvelope:
+    def from_text(cls, registry_id: int, text: str, unescape_names: bool = False) -> AvroEnvelope:
         """Read a registry schema; :class:`UnsupportedSchema` says why one cannot be read (whatever
         went wrong: a schema nested deeper than the reader recurses is refused like any other)."""
         try:
-            return cls._read(schema_id, text, unescape_names)
+            return cls._read(registry_id, text, unescape_names)
         except UnsupportedSchema:
             raise
         except Exception as exc:  # noqa: BLE001 (a schema that breaks the reader is a schema it refuses)
             raise UnsupportedSchema(f"the schema cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
 
     @classmethod
-    def _read(cls, schema_id: int, text: str, unescape_names: bool) -> AvroEnvelope:
+    def _read(cls, registry_id: int, text: str, unescape_names: bool) -> AvroEnvelope:
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -378,7 +378,7 @@ class AvroEnvelope:
             parsed = parse_schema(_without_logical_types(schema))
         except Exception as exc:  # fastavro raises several types for schemas it refuses
             raise UnsupportedSchema(f"fastavro refuses the schema: {exc}") from None
-        return cls(schema_id, parsed, connect, convert)
+        return cls(registry_id, parsed, connect, convert)
 
     def payload(self, value: bytes) -> Any:
         """The datum of a record (wire header included) in JsonConverter's form; ValueError when the
@@ -421,7 +421,7 @@ def _decode_avro(
 ) -> Decoded:
     if value is None:
         return Decoded(SKIP, TOMBSTONE)
-    found = schema_id(value)
+    found = registry_id(value)
     if found is None:
         head = value[:HEADER_BYTES].hex(" ") or "empty"
         return Decoded(

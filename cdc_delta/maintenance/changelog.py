@@ -1,7 +1,7 @@
 """The changelog's share of the hourly maintenance: delete what every table has merged once it is older
 than ``changelog.retention_hours``, compact the small files of the landings (bin-packing, in the landings'
 row-group size: each landing's rows stay sorted by table, so a reader of one table's changes still skips
-most of the others' row groups, bench/README.md "Reading one table's pending changes"; a ZORDER would
+most of the others' row groups; a ZORDER would
 rewrite the whole changelog every hour), VACUUM and checkpoint. Safe beside the
 stream: its landings are blind appends that OPTIMIZE does not conflict with; the DELETE, which they can
 beat, holds them after a few lost races, as the tables' commands do."""

@@ -3,3 +3,10 @@ changes (:mod:`.run`), applying one table's changes with the row machinery of :m
 the guarded, idempotent MERGE (:mod:`.merge`), a table that fails stopped alone (:mod:`.apply`);
 rebuilding a table from the changelog (:mod:`.rebuild`) and resuming a stopped one (:mod:`.resume`).
 What a round did is in :mod:`.results`, which other rooms read."""
+
+from cdc_delta.merger.rebuild import rebuild_table
+from cdc_delta.merger.resume import resume_table
+from cdc_delta.merger.run import INTERPRETED, Merger, apply_changes
+from cdc_delta.merger.with_stream import merging_for
+
+__all__ = ["INTERPRETED", "Merger", "apply_changes", "merging_for", "rebuild_table", "resume_table"]

@@ -15,6 +15,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_delta.catalog import TableCatalog
 from cdc_delta.changelog.pending import LANDED_AT, Truncate
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.changelog.table_index import indexed
@@ -28,7 +29,8 @@ from cdc_delta.delta.tables import create_table, enable_manifest, known_empty, m
 from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavailable, one_line
-from cdc_delta.merger.merge import MergeResult, merge_rows
+from cdc_delta.merger.merge import merge_rows
+from cdc_delta.merger.results import MergeResult, TableResult
 from cdc_delta.rows import column_defaults
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
@@ -68,39 +70,15 @@ class TableChanges:
     """The landing of each descriptor's first change (where a schema change begins)."""
 
 
-@dataclass(frozen=True)
-class TableResult:
-    """What a round did to one table."""
-
-    table: str
-    events: int
-    merge: MergeResult | None = None
-    error: str | None = None
-    """Why the table is stopped (its changes stay pending); None while it is not."""
-    dead: int = 0
-    """Changes dead-lettered where their images were made canonical (:attr:`TableChanges.dead`), by
-    this round (not those an earlier one did)."""
-    merged_through: int | None = None
-    """For a table stopped partway (at a schema change it cannot follow), the newest landing it holds:
-    every change before the refused one is merged."""
-    merged_events: int = 0
-    """For a table stopped partway, the changes it merged (:attr:`events` are those left pending)."""
-    refused: str | None = None
-    """For a table stopped partway, the schema change it cannot follow (what :attr:`error` begins with)."""
-
-    @property
-    def truncated(self) -> int:
-        return self.merge.truncated if self.merge is not None else 0
-
-
 class TableApplier:
     """Applies tables' pending changes round after round, keeping what it learnt of each table (schema,
     stopped flag, the newest landing it holds) between rounds; thread-safe per table (the table workers
-    give each table to one thread). :attr:`config` is replaced whole when the table index is read again
+    give each table to one thread). :attr:`catalog` is replaced whole when the table index is read again
     (:meth:`table`): a thread reads it once per lookup."""
 
     def __init__(self, spark: SparkSession, config: AppConfig) -> None:
         self.config = config
+        self.catalog = TableCatalog(config)
         # Table schema and stopped flag, read once per table and kept current by this applier's own
         # changes: an operator who alters a table or clears its stopped flag restarts the stream.
         self._states: dict[str, TableState] = {}
@@ -114,9 +92,9 @@ class TableApplier:
         """The table named ``name``; the table index is read again for a table made since this applier
         last read it (whose key comes from Debezium's record key, which the index keeps)."""
         try:
-            return self.config.table(name)
+            return self.catalog.table(name)
         except KeyNotKnown:
-            known = self.config = indexed(spark, self.config)  # whole: another thread may read it meanwhile
+            known = self.catalog = indexed(spark, self.config)  # whole: another thread may read it meanwhile
             return known.table(name)
 
     def stopped_tables(self) -> dict[str, str]:

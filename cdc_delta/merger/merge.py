@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import reduce
 
 from delta.tables import DeltaMergeBuilder, DeltaTable
@@ -26,6 +25,7 @@ from cdc_delta import columns as C
 from cdc_delta.delta.commits import Commit, delta_transaction
 from cdc_delta.delta.tables import current_version
 from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.merger.results import MergeResult
 from cdc_delta.retry import retry_on_conflict
 from cdc_delta.rows.truncates import Truncates, marked, same_source, seq_literal
 
@@ -33,21 +33,6 @@ logger = logging.getLogger(__name__)
 
 # Key column types whose batch min/max are added to the merge condition so file statistics prune.
 _PRUNABLE = ("tinyint", "smallint", "int", "bigint", "string", "date", "timestamp")
-
-
-@dataclass(frozen=True)
-class MergeResult:
-    """What one MERGE did to one table."""
-
-    table: str
-    source_rows: int = 0
-    inserted: int = 0
-    updated: int = 0
-    truncated: int = 0
-    """Rows already in the table soft-deleted by a truncate."""
-    version: int | None = None
-    replayed: bool = False
-    """True when the table held these landings already: nothing was committed."""
 
 
 def _source_summary(rows: DataFrame, keys: Sequence[str], type_name: str, table_name: str) -> tuple[int, Column | None]:

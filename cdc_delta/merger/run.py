@@ -21,10 +21,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import Protocol
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.append import Landing
@@ -32,26 +34,22 @@ from cdc_delta.changelog.pending import TableSummary, changes, landed_since, tab
 from cdc_delta.changelog.table import changelog_path, ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import StreamCommit
-from cdc_delta.delta.workers import TableWorkers, fails_the_batch
+from cdc_delta.delta.workers import TableWorkers, each_table, fails_the_batch
 from cdc_delta.exceptions import SchemasMissing
-from cdc_delta.merger.apply import TableApplier, TableChanges, TableResult, TableRound
+from cdc_delta.merger.apply import TableApplier, TableChanges, TableRound
 from cdc_delta.merger.gate import LandingGate
-from cdc_delta.merger.schedule import Pending, Schedule
+from cdc_delta.merger.results import RoundResult, TableResult
+from cdc_delta.merger.schedule import Schedule
 from cdc_delta.spark_session import jobs_described
 
 logger = logging.getLogger(__name__)
 
-SHOWN_TABLES = 5
-"""Merged tables a round's log line names (stopped ones are all named)."""
-
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """The merger's sessions evaluate expressions without generating code. Tables differ in shape, so
-every table's plans were generated and compiled anew in each task, and that, not the rows, was much of
-a round's CPU (a driver profile of a 50-table round: code generation in 44% of the tasks' samples).
-Rounds of 50 tables of 400 changes: 86.5-91.7 s -> 64.4-74.1 s (JVM CPU 147-168 s -> 106-129 s); one
-table of 100,000 changes no slower (20.4 s -> 18.3-19.6 s); ``bench/merge_rounds.py`` measures it. A
-setting the config's ``spark.conf`` names wins (it built the process's Spark context, whose settings
-every session takes)."""
+every table's plans would be generated and compiled anew in each task, and that, not the rows, is much
+of a round's CPU; interpreted, a round of many small tables is a quarter faster and a large table no
+slower (``bench/merge_rounds.py``, docs/performance.md). A setting the config's ``spark.conf`` names wins
+(it built the process's Spark context, whose settings every session takes)."""
 
 
 def interpreted(config: AppConfig) -> Callable[[SparkSession], None]:
@@ -63,63 +61,6 @@ def interpreted(config: AppConfig) -> Callable[[SparkSession], None]:
             session.conf.set(key, value)
 
     return setup
-
-
-@dataclass(frozen=True)
-class RoundResult:
-    """What one merge round did."""
-
-    through_seq: int
-    tables: tuple[TableResult, ...] = ()
-    duration_s: float = 0.0
-    pending: dict[str, Pending] = dc_field(default_factory=dict)
-    """The changes still pending after the round, per table (stopped tables included)."""
-    finished_at: float = 0.0
-
-    @property
-    def dead(self) -> int:
-        """Changes the round dead-lettered (images the reference refused where they were made canonical)."""
-        return sum(t.dead for t in self.tables if not t.error or t.merged_through is not None)
-
-    @property
-    def merged_events(self) -> int:
-        """Changes the round merged (of a table stopped partway, those before the change it refused)."""
-        return sum(t.merged_events if t.error else t.events for t in self.tables)
-
-    @property
-    def pending_events(self) -> int:
-        return sum(p.events for p in self.pending.values())
-
-    @property
-    def oldest_pending_s(self) -> float | None:
-        """Age of the oldest change still pending when the round ended (None: none is)."""
-        oldest = min((p.oldest_landed_at for p in self.pending.values()), default=None)
-        return None if oldest is None else max(0.0, self.finished_at - oldest)
-
-    def summary(self) -> str:
-        """The one log line of a round: its totals, every stopped table, the first few merged ones."""
-        stopped = [f"{t.table}: stopped, {t.events} changes left pending" for t in self.tables if t.error]
-        merged = [t for t in self.tables if not t.error and t.merge is not None]
-        shown = []
-        for t in merged[:SHOWN_TABLES]:
-            m = t.merge
-            assert m is not None
-            state = "held already" if m.replayed else f"+{m.inserted} ~{m.updated}"
-            trunc = f" truncated {t.truncated}" if t.truncated else ""
-            dead = f" dead-lettered {t.dead}" if t.dead else ""
-            shown.append(f"{t.table}: {t.events} changes -> {m.source_rows} keys {state}{trunc}{dead} v{m.version}")
-        if len(merged) > SHOWN_TABLES:
-            shown.append(f"and {len(merged) - SHOWN_TABLES} more")
-        changes = self.merged_events
-        behind = ""
-        if self.pending:
-            oldest = f", oldest {self.oldest_pending_s:.0f}s" if self.oldest_pending_s is not None else ""
-            behind = f"; pending: {self.pending_events} changes in {len(self.pending)} tables{oldest}"
-        return (
-            f"merge through landing {self.through_seq}: {len(self.tables)} tables, {changes} changes"
-            f"{f' ({self.dead} dead-lettered)' if self.dead else ''} "
-            f"[{'; '.join(stopped + shown)}] in {self.duration_s:.1f}s{behind}"
-        )
 
 
 def table_work(app_id: str, names: list[str], summaries: dict[str, TableSummary], through: int) -> list[TableChanges]:
@@ -143,6 +84,43 @@ def table_work(app_id: str, names: list[str], summaries: dict[str, TableSummary]
             )
         )
     return work
+
+
+class RoundObserver(Protocol):
+    """Told of each round of :meth:`Merger.run_until` (the merge metrics)."""
+
+    def round_begins(self) -> None: ...
+
+    def round_done(self, result: RoundResult | None) -> None: ...
+
+
+@dataclass
+class Rounds:
+    """The rounds of one :meth:`Merger.run_until`."""
+
+    results: list[RoundResult] = dc_field(default_factory=list)
+    caught_up: bool = False
+    """Whether it ended because nothing was left pending but in stopped tables (``every``)."""
+    started: float = dc_field(default_factory=time.monotonic)
+    seconds: float = 0.0
+
+    @property
+    def merged_events(self) -> int:
+        return sum(r.merged_events for r in self.results)
+
+
+def apply_changes(
+    spark: SparkSession, config: AppConfig, frame: DataFrame, names: list[str], through: int
+) -> list[TableResult]:
+    """Apply changes that did not come through the changelog (re-decoded dead letters) straight to their
+    tables ``names``, each table's share by the merger's own code, ``merge.concurrency`` at a time:
+    ``frame`` holds decoded row events and truncates as a landing would (its ``land_seq`` is ``through``
+    for all), and each table's commit carries ``through`` as its transaction version under ``config``'s
+    app id."""
+    work = table_work(config.app_id, names, table_summaries(frame), through)
+    applier = TableApplier(spark, config)
+    shared = TableRound(frame, through)
+    return each_table(spark, config.merge.concurrency, lambda session, w: applier.apply(session, shared, w), work)
 
 
 class Merger:
@@ -188,9 +166,19 @@ class Merger:
         self.schedule.read(newest, [(x.table, x.events, x.newest_seq, x.oldest_landed_at) for x in owned])
         self._started = True
 
-    def landed(self, landing: Landing) -> None:
-        """A landing of this process's stream."""
-        self.schedule.landed(landing.land_seq, landing.landed_at.timestamp(), landing.events_by_table)
+    def landed(self, landing: Landing | None) -> RoundResult | None:
+        """A landing of this process's stream (None: a batch with nothing to land); the merger only learns
+        of it (a :class:`~cdc_delta.stream.batch.LandingListener` whose rounds run elsewhere)."""
+        if landing is not None:
+            self.schedule.landed(landing.land_seq, landing.landed_at.timestamp(), landing.events_by_table)
+        return None
+
+    def landing(self) -> AbstractContextManager[object]:
+        """Around one landing of the stream beside it: its merges give way (:mod:`.gate`)."""
+        return self.gate.landing()
+
+    def check(self) -> None:
+        """Nothing runs apart from the caller here."""
 
     def poll(self) -> None:
         """Learn of landings made since the last one known (a merger running apart from the stream)."""
@@ -226,11 +214,47 @@ class Merger:
 
     def merge_all(self) -> list[RoundResult]:
         """Rounds until nothing is pending but in stopped tables (the end of ``--until-caught-up``)."""
-        results = []
-        while (result := self.round(every=True)) is not None:
-            results.append(result)
-            logger.info("%s", result.summary())
-        return results
+        return self.run_until(threading.Event(), every=True).results
+
+    def run_until(
+        self,
+        stop: threading.Event,
+        *,
+        every: bool = False,
+        poll: bool = False,
+        wake: threading.Event | None = None,
+        observer: RoundObserver | None = None,
+    ) -> Rounds:
+        """Merge the tables as they become due, round after round, until ``stop`` is set (checked between
+        rounds: the round under way finishes). The merger's one loop: beside the stream, as a job of its
+        own, and to catch up.
+
+        ``every``: every table with changes pending, until none is left but in stopped tables, then
+        return (caught up). ``poll``: learn of landings from the changelog before each round (a merger
+        apart from the stream). ``wake``: set when the stream beside it lands, which ends a wait for the
+        next due table early. ``observer`` is told of each round (None: nothing was due)."""
+        rounds = Rounds()
+        while not stop.is_set():
+            if observer is not None:
+                observer.round_begins()
+            if poll:
+                self.poll()
+            result = self.round(every=every)
+            if observer is not None:
+                observer.round_done(result)
+            if result is not None:
+                logger.info("%s", result.summary())
+                rounds.results.append(result)
+                continue
+            if every:
+                rounds.caught_up = True
+                break
+            wait = self.schedule.next_due_in(time.time(), self.stopped_tables())
+            (wake or stop).wait(timeout=5.0 if wait is None else min(5.0, max(0.1, wait)))
+            if wake is not None:
+                wake.clear()
+        rounds.seconds = time.monotonic() - rounds.started
+        return rounds
 
     def _merge(self, due: list[str], through: int) -> RoundResult:
         t0 = time.monotonic()
@@ -298,51 +322,3 @@ class Merger:
 
     def close(self) -> None:
         self._workers.close()
-
-
-class BackgroundMerging:
-    """The merger in a thread of its own beside the ingest: a round whenever a table is due, waiting
-    for landings in between. A failure of the process (Spark stopped, memory) ends the thread and is
-    raised by :meth:`check`."""
-
-    def __init__(self, merger: Merger, on_round: Callable[[RoundResult], None] | None = None) -> None:
-        self.merger = merger
-        self.on_round = on_round
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="cdc-merger", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def landed(self, landing: Landing) -> None:
-        self.merger.landed(landing)
-        self._wake.set()
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                result = self.merger.round()
-                if result is not None:
-                    logger.info("%s", result.summary())
-                    if self.on_round is not None:
-                        self.on_round(result)
-                    continue
-                wait = self.merger.schedule.next_due_in(time.time(), self.merger.stopped_tables())
-                self._wake.wait(timeout=5.0 if wait is None else min(5.0, max(0.1, wait)))
-                self._wake.clear()
-        except BaseException as exc:  # noqa: BLE001 (raised on the stream's thread by check())
-            self._error = exc
-            logger.error("the merger stopped: %s", exc)
-
-    def check(self) -> None:
-        """Raise the error that ended the merger's thread, if one did."""
-        if self._error is not None:
-            raise self._error
-
-    def stop(self) -> None:
-        """Stop after the running round."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join()

@@ -7,21 +7,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Pending:
-    """One table's changes landed but not merged yet."""
-
-    events: int
-    oldest_landed_at: float
-    """When the oldest of them landed (seconds since the epoch)."""
-    newest_seq: int
-    """The newest landing that holds one of them."""
-
-    def age(self, now: float) -> float:
-        return max(0.0, now - self.oldest_landed_at)
+from cdc_delta.merger.results import Pending
 
 
 class Schedule:

@@ -9,8 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from cdc_delta.merger.run import RoundResult
-from cdc_delta.merger.schedule import Pending
+from cdc_delta.merger.results import Pending, RoundResult
 
 DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 

@@ -14,7 +14,7 @@ from prometheus_client.registry import Collector
 
 from cdc_delta.config import AppConfig
 from cdc_delta.kafka.offsets import PartitionLag
-from cdc_delta.merger.run import RoundResult
+from cdc_delta.merger.results import RoundResult
 from cdc_delta.metrics.merge import DURATION_BUCKETS, MergeMetrics
 from cdc_delta.stream.results import BatchResult
 
@@ -87,8 +87,11 @@ class StreamMetrics:
             newest = self._newest[table] = max(ts_ms / 1000, self._newest.get(table, 0.0))
             self.source_ts.labels(table).set(newest)
 
-    def round_done(self, result: RoundResult) -> None:
-        """Count one merge round of the merger beside the ingest."""
+    def round_begins(self) -> None:
+        self.merges.round_begins()
+
+    def round_done(self, result: RoundResult | None) -> None:
+        """Count one merge round of the merger in the stream's process (None: nothing was due)."""
         self.merges.round_done(result)
 
     def batch_failed(self) -> None:

@@ -1,10 +1,10 @@
 """One micro-batch end to end, phase 1: decode, count, land every change in the changelog (one commit),
-dead letters, one log line; then, where the merger runs after each landing, its round.
+dead letters, one log line; then its listener is told (the merger, which may merge at once).
 
 :class:`BatchProcessor` is the ``foreachBatch`` function of the stream. It never collects events to
 the driver: only counts, offsets, schema descriptors and truncate markers (a few rows) come back
-(:mod:`.stats`). The changes land in the changelog (:mod:`cdc_delta.changelog.append`); the merger
-(:mod:`cdc_delta.merger.run`) applies them to the tables.
+(:mod:`.stats`). The changes land in the changelog (:mod:`cdc_delta.changelog.append`); whoever applies
+them to the tables is a :class:`LandingListener` the stream is handed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 from pyspark.sql import DataFrame
 
@@ -24,7 +25,7 @@ from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.events.envelope import DEAD, OK, SKIP
-from cdc_delta.merger.run import Merger, RoundResult
+from cdc_delta.merger.results import RoundResult
 from cdc_delta.spark_session import JOB_DESCRIPTION, describe_jobs
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.results import BatchResult, Steps
@@ -32,24 +33,37 @@ from cdc_delta.stream.stats import collect_stats
 
 logger = logging.getLogger(__name__)
 
-OnLanding = Callable[[Landing], None]
-"""Told of each landing (a merger running beside the stream)."""
+
+class LandingListener(Protocol):
+    """Who is told of the stream's landings: the merger of the stream's process
+    (:mod:`cdc_delta.merger.with_stream`, or a :class:`~cdc_delta.merger.run.Merger` itself)."""
+
+    def landing(self) -> AbstractContextManager[object]:
+        """Around one batch's landing (merges beside it give way to it)."""
+        ...
+
+    def landed(self, landing: Landing | None) -> RoundResult | None:
+        """Told of a landing (None: a batch with nothing to land); the merge round run at once, if any."""
+        ...
+
+    def check(self) -> None:
+        """Raise the failure that ended the listener's own work, if one did."""
+        ...
 
 
 class BatchProcessor:
     """The ``foreachBatch`` function: ``query.foreachBatch(BatchProcessor(config))``."""
 
-    def __init__(self, config: AppConfig, epoch: str | None = None, on_landing: OnLanding | None = None) -> None:
+    def __init__(self, config: AppConfig, epoch: str | None = None, listener: LandingListener | None = None) -> None:
         """``epoch``: the checkpoint's (:mod:`.checkpoint`), recorded with every landing (a batch landed
         before is known by it and its batch id); None where there is no checkpoint (tests, tools) or it
-        predates epochs. ``on_landing``: who is told of each landing; without it, the processor runs the
-        merger itself after each landing (:attr:`merger`), merging the tables that are due."""
+        predates epochs. ``listener``: who is told of each landing (the merger); None: the batches only
+        land (``merge.in_stream: false``: ``cdc-delta merge`` merges them)."""
         self.config = config
         self.epoch = epoch or None
         self.plan = decode_plan(config)
-        self.on_landing = on_landing
+        self.listener = listener
         self._changelog: Changelog | None = None
-        self.merger: Merger | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
         self._decode = decoder_for(config, self.plan)
 
@@ -75,7 +89,8 @@ class BatchProcessor:
             stats = collect_stats(decoding.frame, key_samples=self.config.keys_from_records)
             if not stats.rows_in:
                 steps.end()
-                return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=self._merge_round())
+                merged = self.listener.landed(None) if self.listener is not None else None
+                return BatchResult(batch_id, duration_s=time.monotonic() - t0, merge=merged)
             record = StreamCommit(
                 app_id=self.config.app_id,
                 epoch=self.epoch,
@@ -107,11 +122,7 @@ class BatchProcessor:
             steps.end()
             landed_s = time.monotonic() - t0
             logger.debug("batch %d steps: %s", batch_id, steps.line())
-            if self.on_landing is not None:
-                self.on_landing(landing)
-                merged = None
-            else:
-                merged = self._merge_round(batch, landing)
+            merged = self.listener.landed(landing) if self.listener is not None else None
             return BatchResult(
                 batch_id=batch_id,
                 rows_in=stats.rows_in,
@@ -132,19 +143,6 @@ class BatchProcessor:
         finally:
             decoding.release()
             steps.end()
-
-    def _merge_round(self, batch: DataFrame | None = None, landing: Landing | None = None) -> RoundResult | None:
-        """The merger's round after a landing, where the processor runs it."""
-        if self.on_landing is not None:
-            return None
-        if self.merger is None:
-            if batch is None:
-                return None
-            self.merger = Merger(batch.sparkSession, self.config)
-        if landing is not None:
-            self.merger.landed(landing)
-        # The stream waits for it (max_delay_seconds 0: every table merged after every batch, all at once).
-        return self.merger.round(bounded=self.config.merge.max_delay_seconds > 0)
 
     def _write_dead_letters(self, records: DataFrame, batch_id: int, started: dt.datetime) -> None:
         rows = dead_letter_rows(records, self.config.app_id, batch_id, started, field("reason"))

@@ -1,5 +1,5 @@
-"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> the changelog, and
-the merger beside it -> the Delta tables.
+"""The long-running stream: Spark's Kafka source -> foreachBatch(BatchProcessor) -> the changelog, each
+landing told to the listener it is handed (the merger, which applies them to the Delta tables).
 
 Exactly-once by construction: Spark's checkpoint records which offsets each batch id covers, and each
 landing is idempotent per batch id (and checkpoint epoch), each table's merge per landing number, so a
@@ -7,9 +7,9 @@ kill at any moment followed by a restart re-applies nothing twice and loses noth
 the processed offsets are also committed to the Kafka consumer group ``app_id`` (best effort), so
 standard lag tools see the stream.
 
-The merger runs after each landing when ``merge.max_delay_seconds`` is 0, in a thread of its own
-beside the ingest otherwise, and not at all with ``merge.in_stream: false`` (``cdc-delta merge`` runs
-it apart).
+The command that starts the stream chooses the listener (:func:`cdc_delta.merger.with_stream.merging_for`):
+the merger after each landing, beside the ingest in a thread of its own, or none where ``cdc-delta merge``
+runs it apart.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from cdc_delta.changelog.append import Landing
 from cdc_delta.changelog.table import ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.config.kafka import require_subscription
@@ -33,9 +32,8 @@ from cdc_delta.decode.jvm import register_reader
 from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
-from cdc_delta.merger.gate import LandingGate
-from cdc_delta.merger.run import BackgroundMerging, Merger, RoundResult
-from cdc_delta.stream.batch import BatchProcessor, OnLanding
+from cdc_delta.merger.results import RoundResult
+from cdc_delta.stream.batch import BatchProcessor, LandingListener
 from cdc_delta.stream.checkpoint import checkpoint_location, prepare_start
 from cdc_delta.stream.results import BatchResult
 
@@ -103,21 +101,20 @@ class StreamBatch:
         stop_requested: threading.Event | None = None,
         metrics: BatchObserver | None = None,
         epoch: str | None = None,
-        on_landing: OnLanding | None = None,
-        gate: LandingGate | None = None,
+        listener: LandingListener | None = None,
     ) -> None:
-        """``gate``: the merger's beside the stream, whose merges give way to this batch's landing."""
+        """``listener``: told of each landing (the merger), which may merge at once or beside."""
         self.config = config
-        self.processor = BatchProcessor(config, epoch, on_landing)
+        self.processor = BatchProcessor(config, epoch, listener)
         self.stop_requested = stop_requested or threading.Event()
         self.metrics = metrics
-        self.gate = gate
+        self.listener = listener
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop_requested.is_set():
             raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
         try:
-            with self.gate.landing() if self.gate is not None else nullcontext():
+            with self.listener.landing() if self.listener is not None else nullcontext():
                 result = self.processor.process(batch, batch_id)
         except Exception:
             if self.metrics is not None:
@@ -134,85 +131,37 @@ class StreamBatch:
 
 
 class RunningStream:
-    """The started query and the merger beside it."""
+    """The started query and the listener of its landings."""
 
-    def __init__(
-        self, spark: SparkSession, query: StreamingQuery, batch: StreamBatch, merging: BackgroundMerging | None
-    ) -> None:
-        self.spark = spark
+    def __init__(self, query: StreamingQuery, listener: LandingListener | None) -> None:
         self.query = query
-        self.batch = batch
-        self.merging = merging
+        self.listener = listener
 
     def check(self) -> None:
-        """Raise the failure that ended the merger's thread, if one did."""
-        if self.merging is not None:
-            self.merging.check()
-
-    @property
-    def _merger(self) -> Merger | None:
-        """The merger of this process: the thread's beside the stream, else the batch's (None until a
-        batch made one, and where the stream only lands)."""
-        return self.merging.merger if self.merging is not None else self.batch.processor.merger
-
-    def stopped_tables(self) -> dict[str, str]:
-        """The tables the merger found stopped in this run (their changes stay pending), with why; none
-        where this process does not merge (``merge.in_stream: false``)."""
-        merger = self._merger
-        return merger.applier.stopped_tables() if merger is not None else {}
-
-    def finish(self, merge_pending: bool) -> list[RoundResult]:
-        """After the query ended: stop the merger's thread; with ``merge_pending``, merge every change
-        still pending (``--until-caught-up`` ends with every table merged)."""
-        if self.merging is not None:
-            self.merging.stop()
-            self.merging.check()
-        merger = self._merger
-        if merge_pending and self.batch.config.merge.in_stream:
-            if merger is None:  # nothing landed in this run: merge what earlier runs left pending
-                merger = self.batch.processor.merger = Merger(self.spark, self.batch.config)
-            results = merger.merge_all()
-            if self.batch.metrics is not None:
-                for result in results:
-                    self.batch.metrics.round_done(result)
-            return results
-        return []
-
-    def close(self) -> None:
-        """After the query ended, however it ended (a failed one skips :meth:`finish`): the merger's
-        thread stopped and the mergers' table workers let go."""
-        if self.merging is not None:
-            self.merging.stop()
-        if self._merger is not None:
-            self._merger.close()
+        """Raise the failure that ended the listener's own work (the merger's thread), if one did."""
+        if self.listener is not None:
+            self.listener.check()
 
 
 def start_stream(
     spark: SparkSession,
     config: AppConfig,
     *,
+    listener: LandingListener | None = None,
     available_now: bool = False,
     stop_requested: threading.Event | None = None,
     metrics: BatchObserver | None = None,
 ) -> RunningStream:
-    """Start the streaming query: every ``trigger_interval``, or once over what is there now; and the
-    merger beside it where it runs in a thread of its own.
+    """Start the streaming query: every ``trigger_interval``, or once over what is there now.
 
-    Once ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch
-    is counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
+    ``listener`` is told of each landing (the merger; None: the batches only land). Once
+    ``stop_requested`` is set, the next batch is refused (see :class:`StopRequested`); each batch is
+    counted in ``metrics`` when given. The checkpoint is checked first (:func:`.checkpoint.prepare_start`)."""
     start = prepare_start(spark, config)
     if config.kafka.value_format == "json":
         register_reader(spark)  # up front: a missing decoder jar is a setup error, not a failed first batch
-    ensure_tables(spark, config)  # before the first batch and the merger's thread both look for them
-    merging, on_landing = None, None
-    if not config.merge.in_stream:
-        on_landing = _not_merged
-    elif config.merge.max_delay_seconds > 0:
-        merging = BackgroundMerging(Merger(spark, config), metrics.round_done if metrics is not None else None)
-        on_landing = merging.landed
-    batch = StreamBatch(
-        config, stop_requested, metrics, start.epoch, on_landing, merging.merger.gate if merging is not None else None
-    )
+    ensure_tables(spark, config)  # before the first batch and a merger's thread both look for them
+    batch = StreamBatch(config, stop_requested, metrics, start.epoch, listener)
     writer = (
         kafka_source(spark, config, start.starting_offsets)
         .writeStream.queryName(config.app_id)
@@ -223,8 +172,6 @@ def start_stream(
         writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=config.trigger_interval)
     )
     query = writer.start()
-    if merging is not None:
-        merging.start()
     logger.info(
         "stream %s started: %s -> %s (checkpoint %s, epoch %s, %s)",
         config.app_id,
@@ -234,11 +181,7 @@ def start_stream(
         start.epoch or "-",
         "until caught up" if available_now else f"every {config.trigger_interval}",
     )
-    return RunningStream(spark, query, batch, merging)
-
-
-def _not_merged(landing: Landing) -> None:
-    """``merge.in_stream: false``: the landings are merged by ``cdc-delta merge``."""
+    return RunningStream(query, listener)
 
 
 class GracefulStop:

@@ -1,11 +1,11 @@
 """Re-apply dead letters (after their cause was fixed: a config, a decoder).
 
-The records are decoded again and each table's share is merged straight into the table by the merger's
-own code (guarded by the ordering key, so the order against the changelog's changes does not matter),
-under the app id ``<app_id>.replay``: the changelog is the stream's alone, and a replay neither lands
-there nor moves a table's merged position. The dead letters it applied get ``replayed_at`` (those it
-dead-letters again too: the new row is the one still to do), so the count still to do falls and a
-second replay reads only what is left."""
+The records are decoded again and each table's share is merged straight into the table by the merger
+(:func:`cdc_delta.merger.apply_changes`; guarded by the ordering key, so the order against the
+changelog's changes does not matter), under the app id ``<app_id>.replay``: the changelog is the
+stream's alone, and a replay neither lands there nor moves a table's merged position. The dead letters
+it applied get ``replayed_at`` (those it dead-letters again too: the new row is the one still to do), so
+the count still to do falls and a second replay reads only what is left."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta.changelog import table_index
-from cdc_delta.changelog.pending import LANDED_AT, table_summaries
+from cdc_delta.changelog.pending import LANDED_AT
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.columns import REPLAYED_AT
 from cdc_delta.config import AppConfig
@@ -30,11 +30,10 @@ from cdc_delta.decode.decoded import field, is_dead, is_row_event, is_truncate
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import txn_app_id
 from cdc_delta.delta.dead_letters import dead_letter_rows, mark_replayed, write_dead_letters
-from cdc_delta.delta.workers import each_table
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.exceptions import CdcDeltaError
-from cdc_delta.merger.apply import TableApplier, TableRound
-from cdc_delta.merger.run import RoundResult, table_work
+from cdc_delta.merger import apply_changes
+from cdc_delta.merger.results import RoundResult
 from cdc_delta.stream.claims import apply_claims, dead_records, record_keys
 from cdc_delta.stream.results import BatchResult
 from cdc_delta.stream.stats import collect_stats
@@ -95,13 +94,7 @@ def replay_dead_letters(
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         try:
-            names = sorted(stats.events_by_table)
-            work = table_work(replay.app_id, names, table_summaries(frame), number)
-            applier = TableApplier(spark, replay)
-            shared = TableRound(frame, number)
-            tables = each_table(
-                spark, replay.merge.concurrency, lambda session, w: applier.apply(session, shared, w), work
-            )
+            tables = apply_changes(spark, replay, frame, sorted(stats.events_by_table), number)
         finally:
             frame.unpersist()
         # Done: every record but the changes of a table whose merge failed (they stay to replay). Read now:

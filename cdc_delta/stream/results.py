@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE
-from cdc_delta.merger.run import RoundResult
+from cdc_delta.merger.results import RoundResult
 
 
 @dataclass(frozen=True)

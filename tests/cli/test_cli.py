@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cdc_delta.cli.common import utc_time
 from cdc_delta.cli.main import main
-from cdc_delta.cli.stream import exit_code_of_cause, root_cause, utc_time
+from cdc_delta.cli.stream import exit_code_of_cause, root_cause
 from tests.services import free_port
 
 EXAMPLE = str(Path(__file__).parents[2] / "streaming" / "example-config.yaml")
@@ -266,7 +267,7 @@ def test_an_unexpected_failure_is_one_line_exit_1_and_its_trace_is_for_verbose(
     def broken(path: object, **_: object) -> None:
         raise JavaError("An error occurred while calling o42.load")
 
-    monkeypatch.setattr("cdc_delta.cli.stream.load_config", broken)
+    monkeypatch.setattr("cdc_delta.cli.check_config.load_config", broken)
     assert main(["check-config", "--config", EXAMPLE]) == 1
     err = capsys.readouterr().err
     assert err == (

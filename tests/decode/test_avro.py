@@ -15,12 +15,12 @@ import pytest
 from cdc_delta.config import SchemaRegistryConfig, parse_config
 from cdc_delta.decode.batch import AvroDecoder, decode_batch
 from cdc_delta.decode.decoded import DECODED
-from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.decode.schema_registry import AvroSchemas
 from cdc_delta.demo.avro_encoding import AvroEncoder
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.events.envelope import OK
 from cdc_delta.exceptions import SchemaRegistryError
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.events.test_captured_debezium import PLAN, RECORDS
 from tests.registry import StandInRegistry
 
@@ -99,7 +99,7 @@ def test_bad_records_are_dead_letters_and_the_counts_reconcile(spark: Any, regis
     root = tempfile.mkdtemp(prefix="cdc-avro-")
     try:
         config = parse_config({**CONFIG, "storage": {"root": root}, "schema_registry": {"url": registry.url}})
-        result = BatchProcessor(config).process(kafka_frame(spark, records + bad), 0)
+        result = merging_processor(spark, config).process(kafka_frame(spark, records + bad), 0)
         assert result.rows_in == len(records) + 3 and last > 0
         assert result.rows_in == result.landed + result.dead_lettered + result.skipped
         assert result.dead_lettered == 3 and result.skipped >= 1, result.summary()
@@ -121,7 +121,7 @@ def test_a_registry_that_is_down_fails_the_batch_and_letters_nothing(spark: Any,
         settings = {"url": registry.url, "retry_seconds": 1}
         config = parse_config({**CONFIG, "storage": {"root": root}, "schema_registry": settings})
         with pytest.raises(SchemaRegistryError, match=f"schema registry at {registry.url}"):
-            BatchProcessor(config).process(kafka_frame(spark, records), 0)
+            merging_processor(spark, config).process(kafka_frame(spark, records), 0)
         import os
 
         assert not os.path.exists(config.storage.dead_letters)

@@ -31,7 +31,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.events.envelope import OK
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.decode.decoding import COMPACT, Record, differences, on_jvm_path, plan_for, reference_decoded
 
 pytestmark = pytest.mark.spark
@@ -244,7 +244,7 @@ def test_names_delta_holds_land_and_a_name_it_cannot_stops_only_its_table(spark:
             "tables": [{"name": n, "topics": [f"srv.db.{t.table}"], "key": ["id"]} for n, t in tables.items()],
         }
     )
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     first = [change(t, i, 1, "c", "v1") for i, t in enumerate(tables.values())]
     second = [
         change(t, 100 + key, key, "u" if key == 1 else "c", "v2")

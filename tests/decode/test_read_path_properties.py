@@ -40,13 +40,13 @@ from hypothesis import strategies as st
 
 from cdc_delta.config import SchemaRegistryConfig, parse_config
 from cdc_delta.decode.batch import AvroDecoder
-from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.decode.schema_registry import AvroSchemas
 from cdc_delta.demo.avro_encoding import AvroEncoder
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.events.envelope import DEAD, OK, SKIP
-from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.stream.stats import collect_stats
+from tests.batches import merging_processor
 from tests.decode.decoding import (
     COMPACT,
     SPACED,
@@ -593,8 +593,8 @@ class AvroBuilder:
         self.registry = registry
         self.encoder = AvroEncoder(registry.register)
 
-    def header(self, schema_id: int) -> bytes:
-        return b"\x00" + schema_id.to_bytes(4, "big")
+    def header(self, registry_id: int) -> bytes:
+        return b"\x00" + registry_id.to_bytes(4, "big")
 
     def good(self, key: int, **changes: Any) -> bytes:
         value = self.encoder.encode(TOPIC, dumps(message_of({**base_row(key), **changes}, key)))
@@ -742,7 +742,7 @@ def check_applied(spark: Any, root: Path, specs: list[tuple[Any, ...]]) -> None:
         {"app_id": "poison", "storage": {"root": str(root)}, "merge": {"max_delay_seconds": 0}, "tables": TABLES}
     )
     try:
-        result = BatchProcessor(config).process(kafka_frame(spark, records), 0)
+        result = merging_processor(spark, config).process(kafka_frame(spark, records), 0)
     except Exception as exc:
         raise AssertionError(f"the batch failed, holding {[c.label for c in cases]}: {exc}") from exc
     expected = Counter(c.expect for c in cases)

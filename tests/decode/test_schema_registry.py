@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from cdc_delta.config import SchemaRegistryConfig
-from cdc_delta.decode.registry import AvroSchemas
+from cdc_delta.decode.schema_registry import AvroSchemas
 from cdc_delta.exceptions import SchemaRegistryError
 from tests.registry import StandInRegistry
 

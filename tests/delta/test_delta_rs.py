@@ -17,7 +17,7 @@ from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, SourceTable, envelope
 from cdc_delta.rows.target import table_state
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.decode.test_avro import captured
 from tests.delta_rows import spark_and_delta_rs_rows
 
@@ -58,7 +58,7 @@ def test_every_table_the_stream_writes_opens_in_delta_rs_with_sparks_rows(spark:
                 ],
             }
         )
-        processor = BatchProcessor(config)
+        processor = merging_processor(spark, config)
         wide = [r for r in captured() if r[0] == "cap.e2e.wide"]
         batches = [wide[i : i + 6] for i in range(0, len(wide), 6)]
         batches[0] = batches[0] + edge_times() + [("cap.e2e.wide", 1, 0, None, b"{not json")]
@@ -93,7 +93,7 @@ def test_type_widening_with_delta_s_feature_is_the_opt_in_that_delta_rs_cannot_r
                 "tables": [{"name": "shop.orders", "topics": ["dbserver1.shop.orders"], "key": ["id"]}],
             }
         )
-        processor = BatchProcessor(config)
+        processor = merging_processor(spark, config)
         for batch_id, id_type in enumerate(("int32", "int64")):
             table = SourceTable("shop", "orders", (Column("id", id_type), Column("customer", "string")))
             value = envelope(table, "c", None, {"id": batch_id, "customer": "c"}, pos=10 + batch_id)

@@ -13,7 +13,7 @@ from fastavro import parse_schema, schemaless_writer
 from cdc_delta.config import parse_config
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.demo.avro_encoding import AvroEncoder, avro_schema
-from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, schema_id, unescape_name
+from cdc_delta.events.avro import AvroEnvelope, UnsupportedSchema, decode_avro, registry_id, unescape_name
 from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE, decode_record
 from tests.events.test_captured_debezium import PLAN, RECORDS
 
@@ -96,7 +96,7 @@ def avro_record(envelope: AvroEnvelope, schema: dict[str, Any], datum: dict[str,
     import io
 
     out = io.BytesIO()
-    out.write(b"\x00" + envelope.schema_id.to_bytes(4, "big"))
+    out.write(b"\x00" + envelope.registry_id.to_bytes(4, "big"))
     schemaless_writer(out, parse_schema(schema), datum)
     return out.getvalue()
 
@@ -105,7 +105,7 @@ def test_faults_are_dead_letters_with_their_reason(encoded: Any) -> None:
     registry, records = encoded
     envelopes = registry.envelopes()
     good = next(avro for r, avro in records if r["topic"] == "cap.e2e.wide" and avro is not None)
-    known = schema_id(good)
+    known = registry_id(good)
     assert known is not None
 
     def reason(value: bytes | None, table: dict[int, Any] = envelopes) -> tuple[str, str | None]:

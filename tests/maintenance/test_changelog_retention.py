@@ -50,7 +50,7 @@ def test_retention_deletes_only_merged_changes(spark, tmp_path: Path, capsys: py
         }
     )
     merger = Merger(spark, config)
-    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor = BatchProcessor(config, listener=merger)
     processor.process(kafka_frame(spark, [rec(ITEMS, 0, 1, 10), rec(OTHER, 0, 1, 20), rec(ITEMS, 1, 2, 11)]), 0)
     merger.merge_tables(["inventory.items"])
     processor.process(kafka_frame(spark, [rec(ITEMS, 2, 1, 12)]), 1)  # landed, not merged
@@ -102,7 +102,7 @@ def test_compacted_changelog_files_keep_the_landings_row_groups(spark, tmp_path:
             "merge": {"max_delay_seconds": 3600},
         }
     )
-    processor = BatchProcessor(config, on_landing=Merger(spark, config).landed)
+    processor = BatchProcessor(config, listener=Merger(spark, config))
     offset = 0
     for batch_id in range(3):  # three landings of about 1.5 MB each
         records = []

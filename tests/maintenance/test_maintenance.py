@@ -17,7 +17,7 @@ from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.lock import exclusive_lock
 from cdc_delta.maintenance.purge import PurgeDecision, purge_decision
 from cdc_delta.maintenance.run import run_maintenance
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import read_canonical
 
 pytestmark = pytest.mark.spark
@@ -68,7 +68,7 @@ def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:
             },
         }
     )
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     offset = 0
     # Day 0: keys 0-9 inserted; keys 0-2 deleted. Day 2: keys 20-25 inserted, a batch each. Day 5: key 3
     # deleted.
@@ -162,7 +162,7 @@ def test_vacuum_keeps_what_time_travel_within_retention_needs(spark, tmp_path: P
             "maintenance": {"vacuum_retention_hours": 1, "allow_short_retention": True, "vacuum_interval_hours": 24},
         }
     )
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     path = config.storage.table_path(config.tables[0])
 
     def merge(batch_id: int, keys: range) -> int:

@@ -15,7 +15,7 @@ import yaml
 from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES, demo_tables, kafka_frame
 from cdc_delta.demo.generator import ChangeGenerator
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import landings_per_commit
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -52,7 +52,7 @@ def test_maintenance_beside_merges_loses_nothing_and_never_overlaps(spark, tmp_p
         )
     )
     config = load_config(config_path, env={})
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     generator = ChangeGenerator(DEMO_TABLES, seed=11)
     changes = iter(generator.changes(1_000_000))  # drawn as the batches need them
     offsets: dict[str, int] = {}

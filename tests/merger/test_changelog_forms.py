@@ -92,7 +92,7 @@ def test_a_changelog_from_before_gains_the_columns_and_both_forms_merge(spark: A
     assert "payload" not in spark.read.format("delta").load(changelog_path(config)).columns
 
     merger = Merger(spark, config)
-    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor = BatchProcessor(config, listener=merger)
     processor.process(kafka_frame(spark, [(TOPIC, 0, 1, b"k2", value(1, {"id": 2, "qty": 20}))]), 1)
     landed = spark.read.format("delta").load(changelog_path(config))
     assert {"payload", "key", "kafka_timestamp"} <= set(landed.columns)
@@ -109,7 +109,7 @@ def test_a_change_the_merge_cannot_read_is_a_dead_letter_once_with_its_record(sp
     good = value(0, {"id": 1, "qty": 10})
     bad = value(1, {"id": 2, "qty": 10}).replace(b'"qty":10}', b'"qty":"ten"}')  # a string where the schema says int32
     merger = Merger(spark, config)
-    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor = BatchProcessor(config, listener=merger)
     result = processor.process(kafka_frame(spark, [(TOPIC, 0, 0, b"k1", good), (TOPIC, 0, 1, b"k2", bad)]), 0)
     assert (result.landed, result.dead_lettered) == (2, 0)  # both land: the image is read where merged
 
@@ -155,7 +155,7 @@ def test_a_table_whose_schema_is_missing_stops_alone_and_merges_once_it_is_resto
         (ORDERS_TOPIC, 0, 0, b"k7", json.dumps(order, separators=(",", ":")).encode()),
     ]
     merger = Merger(spark, config)
-    assert BatchProcessor(config, on_landing=merger.landed).process(kafka_frame(spark, records), 0).landed == 2
+    assert BatchProcessor(config, listener=merger).process(kafka_frame(spark, records), 0).landed == 2
     # The schema of the items' changes is lost from the schemas table (a bad restore, a hand-made DELETE).
     landed = spark.read.format("delta").load(changelog_path(config))
     [ref] = [r[0] for r in landed.where(F.col("table") == "inventory.items").select("schema_id").distinct().collect()]

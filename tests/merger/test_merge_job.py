@@ -75,7 +75,7 @@ def test_the_merge_job_merges_what_lands_and_serves_metrics_equal_to_its_tables(
     config: AppConfig = parse_config(data)
     path = tmp_path / "cdc.yaml"
     path.write_text(yaml.safe_dump(data))
-    processor = BatchProcessor(config, on_landing=lambda landing: None)  # lands only: the job merges
+    processor = BatchProcessor(config)  # lands only: the job merges
     ensure_tables(spark, config)  # the changelog, before the job reads it
 
     job = StreamProcess(path, tmp_path / "merge.log", command="merge")

@@ -22,6 +22,7 @@ from cdc_delta.merger.rebuild import rebuild_table
 from cdc_delta.merger.run import Merger
 from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import COMPARED_METADATA, canonical_rows, landings_per_commit, read_canonical
 from tests.oracle import Delivery, Oracle
 from tests.registry import StandInRegistry
@@ -104,7 +105,7 @@ def assert_equal_the_oracle(
         merge = {"max_delay_seconds": 0 if timing is None else 3600}
         config = parse_config({**CONFIG, **(overrides or {}), "storage": {"root": root}, "merge": merge})
         merger = Merger(spark, config) if timing is not None else None
-        processor = BatchProcessor(config, on_landing=merger.landed if merger is not None else None)
+        processor = BatchProcessor(config, listener=merger) if merger is not None else merging_processor(spark, config)
         names = sorted(t.name for t in config.tables)
         # Drawn before anything runs, so that a failure part-way does not change what is drawn.
         merged_after = [sorted(timing.draw(st.sets(st.sampled_from(names)))) for _ in batches] if timing else []

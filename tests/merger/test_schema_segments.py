@@ -83,7 +83,7 @@ def land(
     """The landings from ``start`` up to before ``upto`` through the batch function (one batch each, offsets
     going on, the n-th change at source time ``clock_ms`` + 100 + 100 n seconds); with ``merge_each``, the
     table merged after each."""
-    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor = BatchProcessor(config, listener=merger)
     offset, pos = 0, 100
     for batch_id, landing in enumerate((batches or landings())[:upto]):
         if batch_id < start:

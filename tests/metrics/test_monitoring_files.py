@@ -13,10 +13,7 @@ from cdc_delta.check.run import CheckReport, TableCheck
 from cdc_delta.config import parse_config
 from cdc_delta.kafka.offsets import PartitionLag
 from cdc_delta.maintenance.run import MaintenanceReport, TableReport
-from cdc_delta.merger.apply import TableResult
-from cdc_delta.merger.merge import MergeResult
-from cdc_delta.merger.run import RoundResult
-from cdc_delta.merger.schedule import Pending
+from cdc_delta.merger.results import MergeResult, Pending, RoundResult, TableResult
 from cdc_delta.metrics.stream import StreamMetrics
 from cdc_delta.metrics.textfile import job_metrics
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot

@@ -18,6 +18,7 @@ from cdc_delta.config import load_config
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
+from cdc_delta.merger import merging_for
 from cdc_delta.metrics.server import MetricsServer, query_health
 from cdc_delta.metrics.stream import UNROUTED, StreamMetrics
 from cdc_delta.stream.query import start_stream
@@ -65,7 +66,8 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
     metrics = StreamMetrics(config)
     endpoint = MetricsServer(config, metrics.registry)
     caplog.set_level(logging.INFO, logger="cdc_delta.stream.query")
-    stream = start_stream(spark, config, metrics=metrics)
+    merging = merging_for(spark, config, metrics)
+    stream = start_stream(spark, config, listener=merging, metrics=metrics)
     query = stream.query
     endpoint.start(lambda: query_health(config, metrics, query), lag_of=metrics)
     try:
@@ -110,4 +112,6 @@ def test_counters_equal_the_batch_lines_and_health_follows_the_query(
         assert health.status_code == 503 and "the streaming query has ended" in health.text, health.text
     finally:
         query.stop()
+        if merging is not None:
+            merging.close()
         endpoint.close()

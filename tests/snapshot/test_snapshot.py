@@ -23,6 +23,7 @@ from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.snapshot import hive_publish
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import arrow_rows, canonical_columns
 from tests.oracle import canonical
 
@@ -188,7 +189,7 @@ def test_three_nightly_snapshots_equal_the_source_at_their_recorded_positions(sp
     config = make_config(tmp_path, "ods_rolling", full_check=True)
     world = World()
     write_stock(tmp_path, world.stock)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     world.day(0, 50)
     batch_id = apply(spark, processor, world, 0, 0)
     with pytest.raises(NotReady, match="has not passed the cut-off 2026-03-02T00:00:00"):
@@ -245,7 +246,7 @@ def test_a_failed_publish_leaves_the_previous_partition_and_a_rerun_replaces_it_
     config = make_config(tmp_path, "ods_atomic")
     world = World(seed=5)
     write_stock(tmp_path, world.stock)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     world.day(0, 20)
     world.day(1, 0)
     apply(spark, processor, world, 0, 0)
@@ -313,7 +314,7 @@ def test_tombstones_are_purged_only_once_a_published_snapshot_absorbed_them(spar
     config = make_config(tmp_path, "ods_purge", maintenance={"tombstone_retention_hours": 0})
     world = World(seed=3)
     write_stock(tmp_path, world.stock)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     for n in range(3):
         world.day(n, 30 if n < 2 else 0)
     apply(spark, processor, world, 0, 0)

@@ -14,6 +14,7 @@ from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.exceptions import ConcurrentStreamError, ConfigError
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import landings_per_commit, read_canonical
 
 pytestmark = pytest.mark.spark
@@ -59,7 +60,7 @@ def test_latest_per_key_keeps_the_greatest_seq(spark) -> None:
 
 def test_replaying_a_batch_id_lands_and_commits_nothing(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     batch = [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "u", {"id": 1, "qty": 2}, 200)]
     first = processor.process(kafka_frame(spark, batch), 0)
     path = config.storage.table_path(config.table("inventory.items"))
@@ -84,7 +85,7 @@ def test_a_batch_with_nothing_to_land_commits_its_record_and_a_restart_numbers_a
 ) -> None:
     config = make_config(tmp_path)
     changelog = f"{tmp_path}/_cdc_changelog"
-    first = BatchProcessor(config)
+    first = merging_processor(spark, config)
     assert first.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0).land_seq == 1
     tombstone = ("srv.inventory.items", 0, 1, b"k", None)
     only = first.process(kafka_frame(spark, [tombstone]), 1)
@@ -92,12 +93,12 @@ def test_a_batch_with_nothing_to_land_commits_its_record_and_a_restart_numbers_a
     assert first.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 2, "qty": 2}, 300)]), 2).land_seq == 3
     # A restart (a new process, the same checkpoint): the last batch again lands nothing, the next one is
     # numbered after every landing so far and merged.
-    again = BatchProcessor(config)
+    again = merging_processor(spark, config)
     assert again.process(kafka_frame(spark, [rec(ITEMS, 2, "c", {"id": 2, "qty": 2}, 300)]), 2).land_seq is None
     assert again.process(kafka_frame(spark, [rec(ITEMS, 3, "c", {"id": 3, "qty": 3}, 400)]), 3).land_seq == 4
     # A second restart after the table merged through that landing: the next landing is numbered past it
     # (a number the table already merged through would never be merged).
-    third = BatchProcessor(config)
+    third = merging_processor(spark, config)
     assert third.process(kafka_frame(spark, [rec(ITEMS, 4, "c", {"id": 4, "qty": 4}, 500)]), 4).land_seq == 5
     landings = [
         json.loads(r["userMetadata"])
@@ -110,9 +111,9 @@ def test_a_batch_with_nothing_to_land_commits_its_record_and_a_restart_numbers_a
 
 def test_a_second_stream_of_the_same_app_is_refused_before_it_lands(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path, merge={"max_delay_seconds": 3600})
-    first = BatchProcessor(config, epoch="e1", on_landing=lambda landing: None)
+    first = BatchProcessor(config, epoch="e1")
     first.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
-    second = BatchProcessor(config, epoch="e2", on_landing=lambda landing: None)  # the same app_id and root
+    second = BatchProcessor(config, epoch="e2")  # the same app_id and root
     second.process(kafka_frame(spark, [rec(ITEMS, 1, "c", {"id": 2, "qty": 1}, 200)]), 0)  # lands: it is alone
     changelog = f"{tmp_path}/_cdc_changelog"
     landed = DeltaTable.forPath(spark, changelog).history(1).first()["version"]
@@ -131,7 +132,7 @@ def test_a_second_stream_of_the_same_app_is_refused_before_it_lands(spark, tmp_p
 
 def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     processor.process(kafka_frame(spark, [rec(ITEMS, 5, "u", {"id": 1, "qty": 9}, 900)]), 0)
     processor.process(kafka_frame(spark, [rec(ITEMS, 4, "c", {"id": 1, "qty": 1}, 100)]), 1)
     processor.process(kafka_frame(spark, [rec(ITEMS, 3, "r", {"id": 1, "qty": 0}, 4)]), 2)
@@ -140,7 +141,7 @@ def test_older_event_in_a_later_batch_changes_nothing(spark, tmp_path: Path) -> 
 
 def test_delete_then_reinsert_revives_and_unknown_delete_is_a_tombstone(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     processor.process(
         kafka_frame(
             spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100), rec(ITEMS, 1, "d", {"id": 7, "qty": 70}, 150)]
@@ -158,14 +159,14 @@ def test_delete_then_reinsert_revives_and_unknown_delete_is_a_tombstone(spark, t
 
 def test_empty_batch_commits_nothing(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    result = BatchProcessor(config).process(kafka_frame(spark, []), 0)
+    result = merging_processor(spark, config).process(kafka_frame(spark, []), 0)
     assert result.rows_in == 0 and "empty, nothing landed" in result.summary()
     assert not any(tmp_path.iterdir())
 
 
 def test_new_column_appears_and_dropped_column_gets_nulls(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     wide = SourceTable("inventory", "items", (*ITEMS.columns, Column("color", "string")))
     processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
     processor.process(kafka_frame(spark, [rec(wide, 1, "c", {"id": 2, "qty": 2, "color": "red"}, 200)]), 1)
@@ -184,7 +185,7 @@ def test_incompatible_type_change_stops_only_that_table(spark, tmp_path: Path) -
     from cdc_delta.changelog.status import pending_changes
 
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
     changed = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "string")))
     batch = [rec(changed, 1, "u", {"id": 1, "qty": "lots"}, 200), rec(OTHER, 0, "c", {"id": 5, "note": "hi"}, 210)]
@@ -207,7 +208,7 @@ def test_incompatible_type_change_stops_only_that_table(spark, tmp_path: Path) -
 
 def test_widening_follows_int_to_bigint(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     processor.process(kafka_frame(spark, [rec(ITEMS, 0, "c", {"id": 1, "qty": 1}, 100)]), 0)
     wider = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int64")))
     processor.process(kafka_frame(spark, [rec(wider, 1, "c", {"id": 2, "qty": 2**40}, 200)]), 1)
@@ -218,7 +219,7 @@ def test_widening_follows_int_to_bigint(spark, tmp_path: Path) -> None:
 
 def test_truncate_soft_deletes_older_rows_of_that_source(spark, tmp_path: Path) -> None:
     config = make_config(tmp_path)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     processor.process(
         kafka_frame(
             spark,
@@ -267,7 +268,7 @@ def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> Non
         rec(ITEMS, 1, "c", {"id": 2, "qty": 3}, 20, with_schema=False),
         ("srv.inventory.items", 0, 2, b"k", b"not json"),  # no fix helps this one
     ]
-    first = BatchProcessor(config_with("int")).process(kafka_frame(spark, records), 0)
+    first = merging_processor(spark, config_with("int")).process(kafka_frame(spark, records), 0)
     assert (first.landed, first.dead_lettered) == (1, 2)
     fixed = config_with("double")
     assert dead_letter_count(fixed) == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_delta.config import parse_config
-from cdc_delta.merger.run import RoundResult
+from cdc_delta.merger.results import RoundResult
 from cdc_delta.stream.query import StreamBatch
 from cdc_delta.stream.results import BatchResult
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable, topic_of
-from cdc_delta.stream.batch import BatchProcessor
+from tests.batches import merging_processor
 from tests.delta_rows import landings_per_commit, merges_matching
 
 pytestmark = pytest.mark.spark
@@ -56,7 +56,7 @@ def test_many_tables_merged_concurrently_equal_the_source(spark: Any, delivered:
         tables = [{"name": f"{t.db}.{t.table}", "topics": [topic_of(t)], "key": ["id"]} for t in TABLES]
         merge = {"concurrency": 4, "max_delay_seconds": 0}
         config = parse_config({"app_id": "many", "storage": {"root": root}, "merge": merge, "tables": tables})
-        processor = BatchProcessor(config)
+        processor = merging_processor(spark, config)
         for batch_id, batch in enumerate(batches):
             result = processor.process(kafka_frame(spark, batch), batch_id)
             assert result.dead_lettered == 0 and result.rows_in == len(batch), result.summary()

@@ -26,6 +26,7 @@ from cdc_delta.demo.generator import ORDER_COLUMNS, ChangeGenerator, SourceTable
 from cdc_delta.demo.producer import ensure_topics
 from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.stream.replay import replay_dead_letters
+from tests.batches import LandingsSeen, merging_processor
 from tests.delta_rows import landings_per_commit
 
 pytestmark = pytest.mark.spark
@@ -57,7 +58,7 @@ def test_one_pattern_entry_replicates_every_table_and_a_listed_one_overrides_it(
         }
     )
     batches = [records(generator, 120), records(generator, 80)]
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     for batch_id, batch in enumerate(batches):
         result = processor.process(kafka_frame(spark, batch), batch_id)
         assert result.dead_lettered == 0 and result.rows_in == len(batch), result.summary()
@@ -69,7 +70,7 @@ def test_one_pattern_entry_replicates_every_table_and_a_listed_one_overrides_it(
     assert found == made  # the listed table is not in the index; the replay added nothing
     assert spark.read.format("delta").load(tables_path(config)).count() == len(made)
     assert discovered_without_spark(config) == made
-    assert [t.name for t in knowing(config, found).all_tables()] == ["db0.t00", *sorted(made)]
+    assert [t.name for t in knowing(config, found).tables()] == ["db0.t00", *sorted(made)]
     for table in tables:
         name = f"{table.db}.{table.table}"
         path = config.storage.table_path(config.table(name))
@@ -91,7 +92,7 @@ def test_two_topics_one_name_the_second_is_dead_lettered_whole(spark: Any, tmp_p
     config = parse_config(
         {"app_id": "clash", "storage": {"root": str(tmp_path)}, "merge": {"max_delay_seconds": 0}, "tables": [entry]}
     )
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     batches = [records(generator, 60), records(generator, 40)]
     for batch_id, batch in enumerate(batches):
         result = processor.process(kafka_frame(spark, batch), batch_id)
@@ -124,9 +125,9 @@ def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spar
     root = tempfile.mkdtemp(prefix="cdc-200-")
     try:
         config = parse_config({"app_id": "wide", "storage": {"root": root}, "tables": [KEYLESS]})
-        landings: list[Any] = []
+        landings = LandingsSeen()
         batch = records(generator, 1_500)
-        result = BatchProcessor(config, on_landing=landings.append).process(kafka_frame(spark, batch), 0)
+        result = BatchProcessor(config, listener=landings).process(kafka_frame(spark, batch), 0)
         assert (result.landed, result.dead_lettered) == (len(batch), 0), result.summary()
         sent = Counter(f"{t.split('.')[1]}.{t.split('.')[2]}" for t, *_ in batch)
         assert landings[0].events_by_table == dict(sent)
@@ -134,7 +135,7 @@ def test_200_tables_of_one_pattern_land_in_one_commit_and_status_lists_each(spar
 
         found = discovered_without_spark(config)
         assert found == {f"{t.db}.{t.table}": Made(topic_of(t), t.db, t.table, ("id",)) for t in tables}
-        status = with_pending(config, table_status(config, knowing(config, found).all_tables()))
+        status = with_pending(config, table_status(config, knowing(config, found).tables()))
         assert {s.table: s.pending for s in status} == dict(sent)
         assert all(s.rows is None and s.merged_seq is None for s in status)  # none merged yet
     finally:
@@ -151,7 +152,7 @@ def test_a_tables_key_is_its_records_key_and_a_table_without_one_or_a_changed_on
     config = parse_config(
         {"app_id": "keys", "storage": {"root": str(tmp_path)}, "merge": {"max_delay_seconds": 0}, "tables": [KEYLESS]}
     )
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
 
     def without_keys(batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         return [(*r[:3], None, r[4]) if r[0] == topic_of(keyless) else r for r in batch]
@@ -197,13 +198,13 @@ def test_an_index_from_before_keys_takes_them_when_the_entry_drops_its_key(spark
     generator = ChangeGenerator((table,), seed=9)
     settings = {"app_id": "upg", "storage": {"root": str(tmp_path)}, "merge": {"max_delay_seconds": 0}}
     keyed = parse_config({**settings, "tables": [PATTERN]})
-    BatchProcessor(keyed).process(kafka_frame(spark, records(generator, 30)), 0)
+    merging_processor(spark, keyed).process(kafka_frame(spark, records(generator, 30)), 0)
     index = spark.read.format("delta").load(tables_path(keyed)).drop("key")
     index.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(tables_path(keyed))
 
     keyless = parse_config({**settings, "tables": [KEYLESS]})
-    assert indexed(spark, keyless).all_tables() == []  # its key is not known yet
-    result = BatchProcessor(keyless).process(kafka_frame(spark, records(generator, 30)), 1)
+    assert indexed(spark, keyless).tables() == []  # its key is not known yet
+    result = merging_processor(spark, keyless).process(kafka_frame(spark, records(generator, 30)), 1)
     assert (result.dead_lettered, result.landed) == (0, 30), result.summary()
     assert discovered(spark, keyless) == {"db1.t01": Made(topic_of(table), "db1", "t01", ("id",))}
     rows = spark.read.format("delta").load(keyless.table_path("db1.t01")).where("NOT _cdc_deleted").collect()
@@ -218,7 +219,7 @@ def test_a_pattern_table_is_named_in_its_dead_letters_reason_when_its_name_is_no
         {"app_id": "bad", "storage": {"root": str(tmp_path)}, "tables": [{**PATTERN, "topic_pattern": r".+"}]}
     )
     batch = records(ChangeGenerator((bad,), seed=1), 5)
-    result = BatchProcessor(config, on_landing=lambda _: None).process(kafka_frame(spark, batch), 0)
+    result = BatchProcessor(config).process(kafka_frame(spark, batch), 0)
     assert result.dead_lettered == 5, result.summary()
     letters = spark.read.format("delta").load(config.storage.dead_letters).collect()
     assert {d["reason"] for d in letters} == {
@@ -239,7 +240,7 @@ def test_a_drop_table_on_the_schema_change_topic_does_not_claim_the_table(spark:
     entry = {"name": "{db}.{table}", "topic_pattern": r"cap\.e2e\.[^.]+", "key": ["id"]}
     config = parse_config({"app_id": "drop", "storage": {"root": str(tmp_path)}, "tables": [entry]})
     batch = [("cap", 0, drop["offset"], (drop["key"] or "").encode() or None, drop["value"].encode()), *rows]
-    result = BatchProcessor(config, on_landing=lambda _: None).process(kafka_frame(spark, batch), 0)
+    result = BatchProcessor(config).process(kafka_frame(spark, batch), 0)
     assert (result.landed, result.dead_lettered) == (5, 0), result.summary()
     assert discovered(spark, config) == {"e2e.temp": Made("cap.e2e.temp", "e2e", "temp")}
 

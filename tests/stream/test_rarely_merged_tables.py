@@ -85,7 +85,7 @@ def test_a_hundred_quiet_tables_stay_pending_and_fresh_while_busy_ones_merge(spa
     )
     merger = Merger(spark, config)
     merger.start()  # before the first landing, as the stream's merger thread does
-    processor = BatchProcessor(config, on_landing=merger.landed)
+    processor = BatchProcessor(config, listener=merger)
     busy, quiet = ChangeGenerator(BUSY, seed=11), ChangeGenerator(QUIET, seed=12)
     offsets: Counter[str] = Counter()
     sent: Counter[str] = Counter()  # per quiet table, its changes so far

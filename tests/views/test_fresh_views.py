@@ -55,7 +55,7 @@ class Source:
             )
         )
         self.config: AppConfig = load_config(self.config_path, env={})
-        self.processor = BatchProcessor(self.config, on_landing=lambda landing: None)  # lands only
+        self.processor = BatchProcessor(self.config)  # lands only
         # Changes of now (source times of the wall clock): a fresh view reads those younger than the
         # tombstone retention only.
         self.generator = ChangeGenerator(DEMO_TABLES[:1], seed=11, live=True)

@@ -17,8 +17,8 @@ from cdc_delta.config import parse_config
 from cdc_delta.delta.tables import MANIFEST_PROPERTY
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.maintenance.run import run_maintenance
-from cdc_delta.stream.batch import BatchProcessor
 from cdc_delta.views.live_tables import live_tables, register
+from tests.batches import merging_processor
 from tests.decode.test_avro import captured
 from tests.hive_manifest import manifest_files, read_symlink_table, read_view
 from tests.maintenance.test_maintenance import DAY_MS, T0, rec
@@ -59,7 +59,7 @@ def test_live_tables_read_like_delta_through_schema_changes_purge_and_vacuum(spa
         "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}},
     }
     config = parse_config(data)
-    processor = BatchProcessor(config)
+    processor = merging_processor(spark, config)
     wide = [r for r in captured() if r[0] == "cap.e2e.wide"]
     batches = [wide[i : i + 6] for i in range(0, len(wide), 6)]
     items = [[rec(i, "c", i, T0) for i in range(10)], [rec(10 + i, "d", i, T0 + 1000) for i in range(3)]]

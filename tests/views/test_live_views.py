@@ -52,7 +52,7 @@ def test_live_views_see_pending_changes_the_merged_table_does_not(spark: Any, tm
         )
     )
     config = load_config(config_path, env={})
-    processor = BatchProcessor(config, on_landing=lambda landing: None)  # lands only: nothing merges by itself
+    processor = BatchProcessor(config)  # lands only: nothing merges by itself
     generator = ChangeGenerator(DEMO_TABLES[:1], seed=5)
     source = (DEMO_TABLES[0].db, DEMO_TABLES[0].table)
     offset = iter(range(1_000_000))
