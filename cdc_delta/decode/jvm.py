@@ -56,7 +56,7 @@ KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
 _PAYLOAD = (
     "op: STRING, source: STRUCT<db: STRING, table: STRING>, "
-    "position: STRUCT<gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>"
+    "position: STRUCT<phase: INT, gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>"
 )
 _HEAD = '{"schema":'
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
@@ -234,8 +234,7 @@ def _seq() -> Column:
     record is not :func:`_plain_source`, and the reference decides)."""
     position = _payload("position")
     return F.struct(
-        F.when(_payload("op") == "r", F.lit(0)).otherwise(F.lit(1)).alias("phase"),
-        *[position.getField(name).alias(name) for name in ("gtid", "file", "pos", "row", "ts_ms")],
+        *[position.getField(name).alias(name) for name in ("phase", "gtid", "file", "pos", "row", "ts_ms")],
         F.col("partition").cast("int").alias("partition"),
         F.col("offset").alias("offset"),
     )

@@ -481,3 +481,38 @@ def test_a_change_whose_schema_ref_is_not_among_the_pairs_fails_the_query(spark:
             made.release()
     finally:
         batch.release()
+
+
+def as_read(i: int, **fields: Any) -> bytes:
+    """``edge_value(i)`` as a snapshot read (op ``r``) with these source fields."""
+
+    def change(text: str) -> str:
+        payload = json.loads(text)
+        payload["op"] = "r"
+        payload["source"].update(fields)
+        return json.dumps(payload, separators=COMPACT)
+
+    return with_payload(i, change)
+
+
+def test_snapshot_reads_are_placed_alike_by_the_reader_and_the_reference(spark: Any) -> None:
+    """An incremental snapshot's read and a blocking snapshot's (a gtid) sit at their binlog position
+    (phase 1, row -1); an initial snapshot's, and a read with no position to place it at, stay
+    below the binlog (phase 0). The JVM reader takes each and orders it as the reference does."""
+    f4 = "mysql-bin.000004"
+    reads = [
+        as_read(0, snapshot="first", gtid=None, file="mysql-bin.000003", pos=4537, row=0),
+        as_read(1, snapshot="incremental", gtid="0-1-1234", file=f4, pos=9876, row=0),
+        as_read(2, snapshot="true", gtid="0-1-77", file=f4, pos=120, row=3),
+        as_read(3, snapshot="last", gtid=None, file=f4, pos=120, row=3),
+        as_read(4, snapshot="incremental", gtid=None, file=f4, pos=130, row=0),
+        as_read(5, snapshot="incremental", gtid="0-1-5", file=f4, pos=0, row=0),
+        as_read(6, snapshot=True, gtid=None, file=f4, pos=140, row=0),
+    ]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(reads)]
+    plan = plan_for(EDGE_PLAN)
+    pairs = decoded_both_ways(spark, records, plan)
+    assert_same(pairs)
+    assert fast_share(spark, records, plan) == 1.0
+    placed = [(seq["phase"], seq["row"]) for seq in (jvm["seq"] for jvm, _ in pairs)]
+    assert placed == [(0, 0), (1, -1), (1, -1), (0, 3), (1, -1), (0, 0), (0, 0)]

@@ -52,7 +52,10 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   private static final byte[] HEAD = "{\"schema\":".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] PAYLOAD_KEY = ",\"payload\":".getBytes(StandardCharsets.US_ASCII);
   private static final List<String> SOURCE_FIELDS =
-      List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms");
+      List.of("db", "table", "file", "pos", "row", "gtid", "ts_ms", "snapshot");
+  /** {@code cdc_delta.events.ordering.INCREMENTAL} and {@code READ_ROW}: a read placed at its position. */
+  private static final String INCREMENTAL = "incremental";
+  private static final int READ_ROW = -1;
   private static final long XXHASH64_SEED = 42L;
   /** {@code cdc_delta.events.ordering}'s patterns, read alike by Java in ASCII text ({@link #sequence}). */
   private static final Pattern GTID = Pattern.compile("\\s*\\d+-\\d+-(\\d+)\\s*");
@@ -194,7 +197,7 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       }
       String op = null;
       Row source = null;
-      Row position = null;
+      String[] sourceValues = null;
       JsonToken token;
       while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
         String name = parser.currentName();
@@ -218,12 +221,11 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
             break;
           case "source":
             if (token == JsonToken.START_OBJECT) {
-              Row[] read = source(parser);
-              if (read == null) {
+              sourceValues = source(parser);
+              if (sourceValues == null) {
                 return null;
               }
-              source = read[0];
-              position = read[1];
+              source = RowFactory.create(sourceValues[0], sourceValues[1]);
             } else if (token != JsonToken.VALUE_NULL) {
               return null;
             }
@@ -235,42 +237,48 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       if (token != JsonToken.END_OBJECT || parser.nextToken() != null) {
         return null;
       }
-      return RowFactory.create(op, source, position);
+      return RowFactory.create(op, source, sourceValues == null ? null : position(sourceValues, op));
     } catch (IOException e) {
       return null; // not strict JSON (or past Jackson's limits): the reference decoder says why
     }
   }
 
   /**
-   * The source's db and table (as text), and its position: the ordering key's source fields as
-   * {@code cdc_delta.events.ordering.event_seq} makes them, or null where this reader does not make them
-   * as it does (the reference decoder then decides). Null where a field is neither a string, an integer
-   * nor null.
+   * The source's fields that this reader uses ({@link #SOURCE_FIELDS}), as text; null where one is
+   * neither a string, an integer nor null (but {@code snapshot}, which older connectors wrote as a
+   * boolean).
    */
-  private static Row[] source(JsonParser parser) throws IOException {
+  private static String[] source(JsonParser parser) throws IOException {
     String[] values = new String[SOURCE_FIELDS.size()];
     while (parser.nextToken() == JsonToken.FIELD_NAME) {
-      int at = SOURCE_FIELDS.indexOf(parser.currentName());
+      String name = parser.currentName();
+      int at = SOURCE_FIELDS.indexOf(name);
       JsonToken token = parser.nextToken();
       if (at < 0) {
         parser.skipChildren();
       } else if (token == JsonToken.VALUE_STRING || token == JsonToken.VALUE_NUMBER_INT) {
         values[at] = parser.getText();
+      } else if (name.equals("snapshot") && token.isBoolean()) {
+        values[at] = null; // not "incremental": what the reference reads it as too
       } else if (token != JsonToken.VALUE_NULL) {
         return null;
       }
     }
-    return new Row[] {RowFactory.create(values[0], values[1]), position(values)};
+    return values;
   }
 
   /**
-   * gtid, file, pos, row, ts_ms of the ordering key, from the source's fields (db, table, file, pos,
-   * row, gtid, ts_ms); null where one is not made here exactly as the reference makes it: a ts_ms that
-   * is missing or not an integer, a pos or row present but not an integer, a value out of its column's
-   * range, a gtid or file name with text whose meaning differs between Python's and Java's regular
-   * expressions (anything but ASCII, or the separators Python counts as white space and Java does not).
+   * phase, gtid, file, pos, row, ts_ms of the ordering key of an event of {@code op}, from the source's
+   * fields (db, table, file, pos, row, gtid, ts_ms, snapshot), as {@code
+   * cdc_delta.events.ordering.event_seq} makes them: a read is placed at its binlog position (phase 1,
+   * row -1) where it is an incremental snapshot's or has a gtid, and names a file and position
+   * ({@code placed_read}); any other read is phase 0. Null where one is not made here exactly as the
+   * reference makes it: a ts_ms that is missing or not an integer, a pos or row present but not an
+   * integer, a value out of its column's range, a gtid or file name with text whose meaning differs
+   * between Python's and Java's regular expressions (anything but ASCII, or the separators Python counts
+   * as white space and Java does not).
    */
-  static Row position(String[] values) {
+  static Row position(String[] values, String op) {
     Long pos = values[3] == null ? Long.valueOf(0) : integer(values[3]);
     Long row = values[4] == null ? Long.valueOf(0) : integer(values[4]);
     Long tsMs = values[6] == null ? null : integer(values[6]);
@@ -280,7 +288,16 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
         || row < Integer.MIN_VALUE || row > Integer.MAX_VALUE) {
       return null;
     }
-    return RowFactory.create(gtid, file, pos, (int) (long) row, tsMs);
+    int phase = 1;
+    if ("r".equals(op)) {
+      boolean hasGtid = values[5] != null && !values[5].isEmpty();
+      if (file > 0 && pos > 0 && (INCREMENTAL.equals(values[7]) || hasGtid)) {
+        row = (long) READ_ROW;
+      } else {
+        phase = 0;
+      }
+    }
+    return RowFactory.create(phase, gtid, file, pos, (int) (long) row, tsMs);
   }
 
   /** An integer written as {@code -?[0-9]+} (ASCII digits) that fits a long, or null. */
