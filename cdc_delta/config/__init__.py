@@ -19,6 +19,7 @@ from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.loading import load_config, parse_config
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
+from cdc_delta.config.repair import RepairConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import CheckConfig, SourceConfig
 from cdc_delta.config.tables import SourceCountJdbc, StockExportConfig, TableConfig
@@ -38,6 +39,7 @@ __all__ = [
     "MaintenanceConfig",
     "MergeConfig",
     "MetricsConfig",
+    "RepairConfig",
     "SnapshotConfig",
     "SourceConfig",
     "SourceCountJdbc",

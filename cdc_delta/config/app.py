@@ -18,6 +18,7 @@ from cdc_delta.config.kafka import KafkaConfig, unsubscribed
 from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
+from cdc_delta.config.repair import RepairConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
@@ -116,6 +117,8 @@ class AppConfig(Frozen):
     """The multi-table changelog every micro-batch lands in (phase 1)."""
     merge: MergeConfig = Field(default_factory=MergeConfig)
     """When each table's pending changes are merged into its Delta table (phase 2)."""
+    repair: RepairConfig = Field(default_factory=RepairConfig)
+    """Re-reading tables from the source through Debezium (``cdc-delta resnapshot``)."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""

@@ -13,4 +13,5 @@ def decode_plan(config: AppConfig) -> DecodePlan:
         keys={t.name: tuple(t.key) for t in config.tables},
         columns={t.name: dict(t.columns) for t in config.tables},
         truncate_policy=config.truncate_policy,
+        signal_table=config.repair.signal_table,
     )

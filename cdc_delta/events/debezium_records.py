@@ -2,8 +2,10 @@
 
 A connector writes, besides change events: schema changes (the topic named ``<topic.prefix>``, with
 ``include.schema.changes``), transaction boundaries (``<topic.prefix>.transaction``, with
-``provide.transaction.metadata``), heartbeats (``__debezium-heartbeat.<topic.prefix>``) and, in its
-internal schema-history topic, history records. A topic pattern may match any of them. They are
+``provide.transaction.metadata``), heartbeats (``__debezium-heartbeat.<topic.prefix>``), in its
+internal schema-history topic, history records, and the changes of its signal table (``signal.data
+.collection``: the watermarks of incremental snapshots, the signals sent there), which Debezium captures
+like any table's and which are recognised by the table's name. A topic pattern may match any of them. They are
 recognised by their value schema's name, or without schemas by their fields, and skipped with a count;
 a schema change that drops a table is the one that changes the lake (see :func:`dropped_tables`).
 """
@@ -16,6 +18,7 @@ SCHEMA_CHANGE = "schema change"
 SCHEMA_HISTORY = "schema history record"
 TRANSACTION = "transaction marker"
 HEARTBEAT = "heartbeat"
+SIGNAL = "signal table"
 
 _BY_SCHEMA_NAME = (
     (".SchemaChangeValue", SCHEMA_CHANGE),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from cdc_delta.events import logical_types
-from cdc_delta.events.debezium_records import SCHEMA_CHANGE, control_kind, control_ts_ms, dropped_tables
+from cdc_delta.events.debezium_records import SCHEMA_CHANGE, SIGNAL, control_kind, control_ts_ms, dropped_tables
 from cdc_delta.events.ordering import Seq, event_seq
 from cdc_delta.events.routing import Router
 
@@ -55,6 +55,8 @@ class DecodePlan:
     """The key of each listed table and of each pattern entry (by its name template)."""
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     truncate_policy: str = "soft_delete"
+    signal_table: str | None = None
+    """The name of Debezium's signal table: its rows are the connector's signals and watermarks."""
 
     def key(self, table: str) -> tuple[str, ...]:
         """The key columns of a table the router named."""
@@ -251,6 +253,8 @@ def decode_message(
     if not isinstance(source, dict):
         source = {}
     db, tbl = source.get("db"), source.get("table")
+    if tbl is not None and tbl == plan.signal_table:
+        return Decoded(SKIP, SIGNAL, source_ts_ms=control_ts_ms(message))
     known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
     table = plan.router.route(topic, db, tbl)
     if table is None:
