@@ -52,7 +52,8 @@ def connect(config: SourceConfig) -> Any:
         raise SourceUnavailable(f"cannot connect to the source database {where} ({message}): {hint}") from None
 
 
-def _q(name: str) -> str:
+def quoted(name: str) -> str:
+    """A MySQL identifier in backticks."""
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -60,9 +61,9 @@ def probe(conn: Any, source: str, key: list[str]) -> SourceState:
     """Row count, key range and newest key of ``source`` (``db.table``), with the server time, all of
     one consistent snapshot."""
     db, table = source.split(".")
-    name = f"{_q(db)}.{_q(table)}"
-    first = _q(key[0])
-    newest_order = ", ".join(f"{_q(k)} DESC" for k in key)
+    name = f"{quoted(db)}.{quoted(table)}"
+    first = quoted(key[0])
+    newest_order = ", ".join(f"{quoted(k)} DESC" for k in key)
     with conn.cursor() as cur:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         try:
@@ -70,8 +71,40 @@ def probe(conn: Any, source: str, key: list[str]) -> SourceState:
             at_ms = int(cur.fetchone()[0])
             cur.execute(f"SELECT MIN({first}), MAX({first}), COUNT(*) FROM {name}")
             low, high, rows = cur.fetchone()
-            cur.execute(f"SELECT {', '.join(_q(k) for k in key)} FROM {name} ORDER BY {newest_order} LIMIT 1")
+            cur.execute(f"SELECT {', '.join(quoted(k) for k in key)} FROM {name} ORDER BY {newest_order} LIMIT 1")
             newest = cur.fetchone()
         finally:
             cur.execute("COMMIT")
     return SourceState(at_ms, int(rows), low, high, tuple(newest) if newest else None)
+
+
+def primary_key(conn: Any, source: str) -> list[str] | None:
+    """The primary-key columns of ``source`` (``db.table``) in order; [] for a table without one, None
+    for a table the server does not have."""
+    db, table = source.split(".", 1)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table)
+        )
+        if not cur.fetchone()[0]:
+            return None
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+            (db, table),
+        )
+        return [str(r[0]) for r in cur.fetchall()]
+
+
+def filter_problem(conn: Any, source: str, where: str) -> str | None:
+    """Why the server refuses ``where`` as a condition on ``source`` (its own words), or None: the
+    statement is explained, not run."""
+    import pymysql
+
+    db, table = source.split(".", 1)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"EXPLAIN SELECT 1 FROM {quoted(db)}.{quoted(table)} WHERE ({where})")
+    except pymysql.err.MySQLError as exc:
+        return str(exc.args[-1])
+    return None

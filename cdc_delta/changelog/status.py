@@ -4,6 +4,7 @@ landing and the Kafka offsets landed, and per table the changes not merged yet."
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from cdc_delta.changelog.table import LAND_SEQ, TABLE
@@ -26,8 +27,6 @@ def with_pending(config: AppConfig, tables: list[TableStatus]) -> list[TableStat
 def pending_changes(config: AppConfig, merged: dict[str, int], through: int | None = None) -> dict[str, dict[str, Any]]:
     """Per table, the changes the changelog holds past ``merged`` (its merged landing) and up to landing
     ``through`` (None: the newest): how many, and how long ago the oldest landed."""
-    import time
-
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -76,3 +75,18 @@ def landed_offsets(config: AppConfig) -> tuple[int | None, dict[tuple[str, int],
                 key = (topic, int(partition))
                 out[key] = max(out.get(key, 0), offset + 1)
     return newest, out
+
+
+def wait_merged(config: AppConfig, table: str, wait_s: float) -> int:
+    """Wait until the table has merged every change the changelog holds now. Returns the changes still
+    pending (0: done)."""
+    newest, _ = landed_offsets(config)
+    if newest is None:
+        return 0
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while True:
+        merged = merged_landing(config, table)
+        pending = pending_changes(config, {table: merged}, newest).get(table, {}).get("pending", 0)
+        if not pending or time.monotonic() >= deadline:
+            return int(pending)
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))

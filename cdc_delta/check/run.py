@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_delta.changelog.status import landed_offsets, merged_landing, pending_changes
+from cdc_delta import source_db
+from cdc_delta.changelog.status import wait_merged
 from cdc_delta.changelog.table_index import Made, discovered_without_spark, knowing
-from cdc_delta.check import delta_side, kafka_side, source_db
+from cdc_delta.check import delta_side, kafka_side
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.delta_rs import open_table
+from cdc_delta.kafka.applied import end_offsets, wait_applied
 from cdc_delta.reports import write_report
 
 logger = logging.getLogger(__name__)
@@ -126,21 +128,6 @@ def check_table(config: AppConfig, conn: Any, table: TableConfig) -> TableCheck:
     return dataclasses.replace(result, duration_s=round(time.monotonic() - t0, 1))
 
 
-def _wait_merged(config: AppConfig, table: TableConfig, wait_s: float) -> int:
-    """Wait until the table has merged every change the changelog holds now. Returns the changes still
-    pending (0: done)."""
-    newest, _ = landed_offsets(config)
-    if newest is None:
-        return 0
-    deadline = time.monotonic() + max(0.0, wait_s)
-    while True:
-        merged = merged_landing(config, table.name)
-        pending = pending_changes(config, {table.name: merged}, newest).get(table.name, {}).get("pending", 0)
-        if not pending or time.monotonic() >= deadline:
-            return int(pending)
-        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
-
-
 def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attempt: int) -> TableCheck:
     import pymysql
 
@@ -153,10 +140,10 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
             table.name, source, FAILED, f"cannot read source table {source}: {exc.args[-1]}", attempts=attempt
         )
     time.sleep(max(0.0, settings.settle_seconds - (time.monotonic() - probed)))
-    ends = kafka_side.end_offsets(config, table)
+    ends = end_offsets(config, table)
     waited = time.monotonic()
-    short = kafka_side.wait_applied(config, table, ends, settings.wait_seconds)
-    unmerged = 0 if short else _wait_merged(config, table, settings.wait_seconds - (time.monotonic() - waited))
+    short = wait_applied(config, table, ends, settings.wait_seconds)
+    unmerged = 0 if short else wait_merged(config, table.name, settings.wait_seconds - (time.monotonic() - waited))
     base = TableCheck(
         table.name,
         source,

@@ -57,6 +57,12 @@ def seq_literal(seq: Seq) -> Column:
     return F.struct(*[F.lit(value).cast(type_name).alias(name) for (name, type_name), value in fields])
 
 
+def seq_sql(seq: Seq) -> str:
+    """:func:`seq_literal` as SQL text (a view's, a DML condition's)."""
+    fields = zip(SEQ_FIELDS, seq, strict=True)
+    return "named_struct(" + ", ".join(f"'{name}', CAST({int(v)} AS {t})" for (name, t), v in fields) + ")"
+
+
 def same_source(db: str | None, table: str | None, prefix: str = "") -> Column:
     return F.col(prefix + C.SOURCE_DB).eqNullSafe(F.lit(db)) & F.col(prefix + C.SOURCE_TABLE).eqNullSafe(F.lit(table))
 

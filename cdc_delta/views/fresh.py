@@ -51,13 +51,13 @@ from cdc_delta.config.fresh_views import LOCAL_JAR
 from cdc_delta.decode.canonical import function_plans, images_of
 from cdc_delta.decode.images import REF_PREFIX
 from cdc_delta.decode.plan import decode_plan
-from cdc_delta.events.ordering import SEQ_FIELDS, Seq
 from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError
 from cdc_delta.metastore import ensure_database
 from cdc_delta.rows.as_of import merged_now
 from cdc_delta.rows.column_defaults import ColumnDefault
 from cdc_delta.rows.schema_evolution import descriptor_columns, plan_schema
 from cdc_delta.rows.target import table_state
+from cdc_delta.rows.truncates import seq_sql
 from cdc_delta.rows.typed import json_type
 from cdc_delta.spark_session import jars_dir
 from cdc_delta.views.live import live_view_names
@@ -379,12 +379,6 @@ def _literal(value: object, type_name: str) -> str:
     return f"CAST({text} AS {type_name})"
 
 
-def _seq_literal(seq: Seq) -> str:
-    """SQL of :func:`cdc_delta.rows.truncates.seq_literal`."""
-    fields = zip(SEQ_FIELDS, seq, strict=True)
-    return "named_struct(" + ", ".join(f"'{name}', CAST({int(v)} AS {t})" for (name, t), v in fields) + ")"
-
-
 def _filled(
     value: str,
     name: str,
@@ -400,5 +394,5 @@ def _filled(
     if not lacking:
         return value
     ids = ", ".join(C.string_literal(i) for i in lacking)
-    older = f"schema_id IN ({ids}) AND seq < {_seq_literal(default.since)}"
+    older = f"schema_id IN ({ids}) AND seq < {seq_sql(default.since)}"
     return f"CASE WHEN {older} THEN {_literal(default.value, type_name)} ELSE {value} END"
