@@ -125,6 +125,10 @@ class ConcurrentStreamError(CdcDeltaError):
     """Another stream lands into the same changelog (the same ``app_id`` and storage root); this one stops."""
 
 
+class RepairError(CdcDeltaError):
+    """A repair (``resnapshot``) cannot be asked for as given; nothing was sent to the connector."""
+
+
 def one_line(exc: BaseException, limit: int = 400) -> str:
     """The exception's type and the first line of its message (a JVM error's holds its whole trace)."""
     java = getattr(exc, "java_exception", None)  # py4j's error: its own text only names the call

@@ -7,11 +7,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cdc_delta.config import ConnectConfig, load_config
+from cdc_delta.config import ConnectConfig, RepairConfig, load_config
 from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.files import dumps, load_connector_file, parse_overrides, redacted, validation_errors
 from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.connect.repair_settings import with_repair_settings
 from cdc_delta.exceptions import ConfigError
 
 DESCRIPTION = """\
@@ -40,15 +41,24 @@ def client_for(args: argparse.Namespace) -> ConnectClient:
     return ConnectClient(ConnectHttp(config))
 
 
+def _signal_table(args: argparse.Namespace) -> str:
+    """The signal table's name, which apply names a connector's signal table by."""
+    return (load_config(args.config).repair if args.config else RepairConfig()).signal_table
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     client = client_for(args)
     overrides = parse_overrides(args.set)
     files = [load_connector_file(path, overrides) for path in args.files]  # every file checked first
-    for file in files:
+    for loaded in files:
+        file, added = with_repair_settings(loaded, _signal_table(args))
         exists, diff = plan(client, file)
         if not diff.empty:
             print(f"{file.name} ({file.source}): {'changes' if exists else 'new connector'}:")
             print("\n".join(diff.lines()))
+            new = sorted(k for k in added if k in diff.added or k in diff.changed)
+            if new:
+                print(f"  (added by cdc-delta for resnapshot, the file lacks them: {', '.join(new)})")
         result = apply(client, file, diff, exists, args.dry_run)
         counts = f"{len(diff.added)} added, {len(diff.changed)} changed, {len(diff.removed)} removed"
         print(f"{result.name}: {result.action}" + ("" if diff.empty else f" ({counts})"))
@@ -56,7 +66,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    file = load_connector_file(args.file, parse_overrides(args.set))
+    file, _ = with_repair_settings(load_connector_file(args.file, parse_overrides(args.set)), _signal_table(args))
     verdict = client_for(args).validate(file.config)
     errors = validation_errors(verdict)
     for field, message in errors:

@@ -23,6 +23,7 @@ from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.files import load_connector_file
 from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.connect.repair_settings import with_repair_settings
 from tests.e2e.source import Comparison, compare, source_columns, source_rows
 from tests.services import ROOT, ConnectWorker, MariaDB
 
@@ -101,7 +102,7 @@ class Pipeline:
             "schema.history.internal.kafka.topic": f"{self.prefix}-history",
             **(self.extra_connector_settings or {}),
         }
-        file = load_connector_file(CONNECTOR_FILE, overrides)
+        file, _ = with_repair_settings(load_connector_file(CONNECTOR_FILE, overrides), "debezium_signal")
         client = self.client()
         exists, diff = plan(client, file)
         assert apply(client, file, diff, exists, dry_run=False).action == "created"
