@@ -18,6 +18,7 @@ rows of the table's own source."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -211,3 +212,18 @@ def record(spark: SparkSession, config: AppConfig, new: Mapping[str, Made], land
     frame = spark.createDataFrame(rows, tables_schema())
     # mergeSchema: an index written before keys were recorded gets the column.
     frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(tables_path(config))
+
+
+def tables_of_topics(config: AppConfig, made: Mapping[str, Made], topics: list[str]) -> dict[str, list[str]]:
+    """Per topic, the tables its records feed: the listed tables that route it, and those the pattern
+    entries made from it (as far as the index knows them)."""
+    out = {}
+    for topic in topics:
+        names = {
+            t.name
+            for t in config.listed_tables
+            if topic in t.topics or (t.topic_pattern is not None and re.fullmatch(t.topic_pattern, topic))
+        }
+        names |= {name for name, m in made.items() if m.topic == topic}
+        out[topic] = sorted(names)
+    return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
 import json
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from cdc_delta.exceptions import EXIT_ATTENTION
 
 if TYPE_CHECKING:
     from cdc_delta.delta.status import TableStatus
+    from cdc_delta.kafka.gaps import Gap
     from cdc_delta.kafka.offsets import PartitionLag
 
 
@@ -27,6 +29,10 @@ class Status:
     newest_landing: int | None
     tables: list[TableStatus]
     dead_letters: int
+    gaps: list[Gap] = dataclasses.field(default_factory=list)
+    """Records Kafka deleted before the stream read them (where its consumer group stands)."""
+    resnapshot_needed: dict[str, dt.datetime] = dataclasses.field(default_factory=dict)
+    """Tables a gap accepted touched, with no re-snapshot since: when their last gap was accepted."""
 
     @property
     def total_lag(self) -> int:
@@ -35,6 +41,16 @@ class Status:
     def problems(self, max_lag: int | None, max_merge_lag_s: float | None) -> list[str]:
         """What needs attention, one line each."""
         out = []
+        for gap in self.gaps:
+            out.append(
+                f"gap: {gap.range()} ({gap.records} records) deleted by Kafka before the stream read them: the "
+                "stream stops there; with it stopped, cdc-delta accept-gap moves past it"
+            )
+        for table, since in sorted(self.resnapshot_needed.items()):
+            out.append(
+                f"re-snapshot needed: {table}: changes of it were lost in a gap accepted {since:%Y-%m-%d %H:%M} UTC "
+                f"(cdc-delta resnapshot --table {table})"
+            )
         if max_lag is not None and self.total_lag > max_lag:
             out.append(f"lag {self.total_lag} events is over --max-lag {max_lag}")
         for st in self.tables:
@@ -51,15 +67,18 @@ class Status:
 def read_status(config: AppConfig) -> Status:
     from cdc_delta.changelog.status import landed_offsets, with_pending
     from cdc_delta.changelog.table_index import indexed_without_spark
+    from cdc_delta.delta import repair_log
     from cdc_delta.delta.status import dead_letter_count, table_status
     from cdc_delta.kafka.client import brokers
+    from cdc_delta.kafka.gaps import gaps_at
     from cdc_delta.kafka.offsets import partition_lag
 
     kafka = config.kafka
     lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
     tables = with_pending(config, table_status(config, indexed_without_spark(config).tables()))
-    return Status(lags, landed, newest, tables, dead_letter_count(config))
+    needed = repair_log.resnapshot_needed(repair_log.entries(config))
+    return Status(lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -83,7 +102,9 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
                 "end": lag.end,
                 "landed": status.landed.get((lag.topic, lag.partition)),
                 "committed": lag.committed,
+                "earliest": lag.earliest,
                 "lag": lag.lag,
+                "lost": lag.lost,
             }
             for lag in status.lags
         ],
@@ -91,6 +112,7 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
         "newest_landing": status.newest_landing,
         "tables": [dataclasses.asdict(st) for st in status.tables],
         "dead_letters": status.dead_letters,
+        "resnapshot_needed": sorted(status.resnapshot_needed),
         "problems": problems,
     }
 
@@ -147,7 +169,8 @@ def add_commands(sub: Any) -> None:
         help="lag per partition; per table merged, pending, merge lag, rows, stopped; dead letters",
         description=(
             "Reads the broker (end and committed offsets) and the Delta logs (no Spark session). Exit codes: 0 "
-            f"all well; {EXIT_ATTENTION} a table is stopped or unreadable, or --max-lag / --max-merge-lag is passed "
+            f"all well; {EXIT_ATTENTION} a table is stopped or unreadable, a gap in Kafka, a table needing a "
+            "re-snapshot, or --max-lag / --max-merge-lag is passed "
             "(each reason printed); 2 the config is invalid; 69 the broker cannot be reached."
         ),
     )

@@ -8,8 +8,10 @@ import sys
 from typing import Any, TextIO
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
-from cdc_delta.config import load_config
+from cdc_delta.config import AppConfig, load_config
 from cdc_delta.config.kafka import require_subscription
+from cdc_delta.exceptions import EXIT_CONFIG
+from cdc_delta.kafka.gaps import CONFIG_PLACEHOLDER, KafkaGap
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -46,18 +48,23 @@ def cmd_stream(args: argparse.Namespace) -> int:
         return 0
     if metrics is not None:
         from cdc_delta.changelog.table_index import discovered
+        from cdc_delta.delta import repair_log
 
         metrics.tables_known(discovered(spark, config))
+        metrics.repairs_needed(repair_log.resnapshot_needed(repair_log.entries(config)))
     merging = merging_for(spark, config, metrics)
     try:
-        stream = start_stream(
-            spark,
-            config,
-            listener=merging,
-            available_now=args.until_caught_up,
-            stop_requested=stop.requested,
-            metrics=metrics,
-        )
+        try:
+            stream = start_stream(
+                spark,
+                config,
+                listener=merging,
+                available_now=args.until_caught_up,
+                stop_requested=stop.requested,
+                metrics=metrics,
+            )
+        except KafkaGap as refused:  # found at start, before Spark reads: named with this config
+            raise KafkaGap(str(refused).replace(CONFIG_PLACEHOLDER, args.config)) from None
         if merging is not None:
             merging.start()
         if server is not None and metrics is not None:
@@ -75,6 +82,11 @@ def cmd_stream(args: argparse.Namespace) -> int:
             return caught_up_exit(merging.stopped_tables() if merging is not None else {})
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
+        if DATA_LOSS in str(exc):
+            found = kafka_gap(config, args.config)
+            if found is not None:
+                print(f"cdc-delta: error: {found}", file=sys.stderr)
+                return EXIT_CONFIG
         cause = root_cause(str(exc))
         print(
             f"cdc-delta: the stream failed: {cause}\n"
@@ -88,6 +100,26 @@ def cmd_stream(args: argparse.Namespace) -> int:
         if server is not None:
             server.close()
     return 0
+
+
+DATA_LOSS = "KAFKA_DATA_LOSS"
+"""The error class of Spark's Kafka source where offsets it must read are gone."""
+
+
+def kafka_gap(config: AppConfig, config_path: str) -> str | None:
+    """The gap the stream stopped at, described in one line (None: none found where the consumer group
+    stands, the stream's position after its last batch)."""
+    from cdc_delta.changelog.table_index import discovered_without_spark, tables_of_topics
+    from cdc_delta.kafka.client import brokers
+    from cdc_delta.kafka.gaps import describe, gaps_at
+    from cdc_delta.kafka.offsets import partition_lag
+
+    kafka = config.kafka
+    gaps = gaps_at(partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern))
+    if not gaps:
+        return None
+    tables = tables_of_topics(config, discovered_without_spark(config), sorted({g.topic for g in gaps}))
+    return describe(gaps, tables, config_path)
 
 
 def caught_up_exit(stopped: dict[str, str]) -> int:

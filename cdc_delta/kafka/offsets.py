@@ -128,10 +128,17 @@ class PartitionLag:
     partition: int
     end: int
     committed: int | None
+    earliest: int = 0
+    """The earliest offset Kafka still holds (retention deletes below it)."""
 
     @property
     def lag(self) -> int | None:
         return None if self.committed is None else max(0, self.end - self.committed)
+
+    @property
+    def lost(self) -> int:
+        """Records Kafka deleted before the group read them (its committed offset below the earliest)."""
+        return 0 if self.committed is None else max(0, self.earliest - self.committed)
 
 
 def partition_lag(
@@ -234,7 +241,7 @@ def _listed_lag(client: _Client, topics: list[str], pattern: str | None) -> list
     committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=10)} if parts else {}
     out = []
     for tp in parts:
-        _, high = consumer.get_watermark_offsets(tp, timeout=10)
+        low, high = consumer.get_watermark_offsets(tp, timeout=10)
         done = committed.get((tp.topic, tp.partition))
-        out.append(PartitionLag(tp.topic, tp.partition, high, done if done is not None and done >= 0 else None))
+        out.append(PartitionLag(tp.topic, tp.partition, high, done if done is not None and done >= 0 else None, low))
     return out

@@ -53,6 +53,12 @@ class StreamMetrics:
         )
         self.started = Gauge("cdc_delta_start_timestamp_seconds", "When the stream started (Unix time)", registry=r)
         self.started.set(time.time())
+        self.resnapshot_needed = Gauge(
+            "cdc_delta_table_resnapshot_needed",
+            "1 while changes of the table were lost in a gap accepted and no re-snapshot was done since",
+            ["table"],
+            registry=r,
+        )
         self.partition_lag = _LagCollector()
         r.register(self.partition_lag)
         r.register(_FreshnessCollector(self.source_ts))
@@ -62,6 +68,11 @@ class StreamMetrics:
         self._newest: dict[str, float] = {}
         self.last_finished = time.monotonic()
         """Monotonic time of the last finished batch (the start before the first)."""
+
+    def repairs_needed(self, tables: Collection[str]) -> None:
+        """The tables that need a re-snapshot (the repair log's, read at start)."""
+        for name in tables:
+            self.resnapshot_needed.labels(name).set(1)
 
     def tables_known(self, names: Collection[str]) -> None:
         """Every series of these tables from the start, so that ``rate()`` and ``absent()`` work: the
@@ -130,6 +141,15 @@ class _LagCollector(Collector):
             if p.lag is not None:
                 lag.add_metric([p.topic, str(p.partition)], p.lag)
         yield lag
+        lost = GaugeMetricFamily(
+            "cdc_delta_kafka_lost_records",
+            "Records Kafka deleted (retention) before the stream read them: the stream stops at them "
+            "(cdc-delta accept-gap moves past, on the record)",
+            labels=["topic", "partition"],
+        )
+        for p in lags or []:
+            lost.add_metric([p.topic, str(p.partition)], p.lost)
+        yield lost
         if read_at is not None:
             yield GaugeMetricFamily(
                 "cdc_delta_consumer_lag_read_timestamp_seconds", "When the lag was last read (Unix time)", value=read_at

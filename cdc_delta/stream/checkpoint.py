@@ -17,7 +17,10 @@ guard). At start (:func:`prepare_start`):
   batches are applied again rather than skipped;
 - a checkpoint with a batch done but a lake no stream has written: refused (the tables were deleted;
   the stream would re-create them holding only later changes);
-- a checkpoint Spark cannot read: refused, naming the file and the recovery.
+- a checkpoint Spark cannot read: refused, naming the file and the recovery;
+- a position (the checkpoint's, or the consumer group's where the checkpoint is new) below the earliest
+  offset Kafka still holds: records were deleted before the stream read them, refused with the ranges
+  and the tables they feed (:mod:`cdc_delta.kafka.gaps`), until the gap is accepted.
 
 Checkpoints from before epochs have none: their epoch is the empty one, whose transaction ids are the
 ones those stream commits used.
@@ -29,18 +32,20 @@ import datetime as dt
 import json
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.table import changelog_path
+from cdc_delta.changelog.table_index import discovered, tables_of_topics
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import registry_path
 from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable, one_line
 from cdc_delta.kafka.client import brokers
-from cdc_delta.kafka.offsets import partition_lag
+from cdc_delta.kafka.gaps import KafkaGap, Partition, describe, gaps_at
+from cdc_delta.kafka.offsets import PartitionLag, partition_lag
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +71,8 @@ class Checkpoint:
     """The end offsets (exclusive) of that batch, per topic and partition."""
     epoch: str | None
     """cdc-delta's epoch of this checkpoint; None: no epoch file (new, or from before epochs)."""
+    resume: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Where Spark reads next: the end offsets of the latest batch done."""
 
 
 def _corrupt(location: str, what: str) -> CheckpointMismatch:
@@ -108,7 +115,19 @@ def read_checkpoint(spark: SparkSession, location: str) -> Checkpoint:
         parsed = {t: {str(p): int(o) for p, o in ps.items()} for t, ps in offsets.items()}
     except (ValueError, AttributeError, TypeError) as exc:
         raise _corrupt(location, f"offsets/{latest}: {exc}") from None
-    return Checkpoint(location, latest, committed, parsed, epoch)
+    resume = parsed if committed == latest else _batch_offsets(spark, location, committed)
+    return Checkpoint(location, latest, committed, parsed, epoch, resume)
+
+
+def _batch_offsets(spark: SparkSession, location: str, batch: int | None) -> dict[str, dict[str, int]]:
+    """The end offsets of ``batch`` (none where there is none, or its file cannot be read as offsets)."""
+    if batch is None:
+        return {}
+    lines = (_read(spark, location, f"offsets/{batch}") or "").splitlines()
+    try:
+        return {t: {str(p): int(o) for p, o in ps.items()} for t, ps in json.loads(lines[2]).items()}
+    except (IndexError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 def write_epoch(spark: SparkSession, location: str, epoch: str) -> None:
@@ -163,30 +182,45 @@ def _new_epoch() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _group_offsets(config: AppConfig) -> dict[str, dict[str, int | None]] | None:
-    """Per subscribed topic and partition, the consumer group's committed offset (None: none); None
+def _group_lags(config: AppConfig) -> list[PartitionLag] | None:
+    """Per subscribed topic partition, the consumer group's committed offset and what Kafka holds; None
     where the group cannot be read (the brokers' security set in ``kafka.options``, which cdc-delta's own
     clients cannot follow: :attr:`~cdc_delta.config.KafkaConfig.raw_security`)."""
     kafka = config.kafka
     if kafka.raw_security:
         return None
     try:
-        lags = partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern)
+        return partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern)
     except KafkaUnavailable as exc:
         logger.warning(
             "the consumer group's offsets cannot be read, the checkpoint is not checked against them: %s", exc
         )
         return None
+
+
+def _group_offsets(lags: list[PartitionLag]) -> dict[str, dict[str, int | None]]:
     found: dict[str, dict[str, int | None]] = {}
     for lag in lags:
         found.setdefault(lag.topic, {})[str(lag.partition)] = lag.committed
     return found
 
 
+def _refuse_gaps(
+    spark: SparkSession, config: AppConfig, lags: list[PartitionLag], positions: dict[Partition, int]
+) -> None:
+    """:class:`KafkaGap` where the stream would read below what Kafka holds."""
+    gaps = gaps_at(lags, positions)
+    if gaps:
+        tables = tables_of_topics(config, discovered(spark, config), sorted({g.topic for g in gaps}))
+        raise KafkaGap(describe(gaps, tables))
+
+
 def _new_checkpoint(spark: SparkSession, config: AppConfig, location: str) -> StreamStart:
     if not _lake_written(spark, config):
         return StreamStart(_new_epoch())
-    group = _group_offsets(config) or {}
+    lags = _group_lags(config) or []
+    _refuse_gaps(spark, config, lags, {(g.topic, g.partition): g.committed for g in lags if g.committed is not None})
+    group = _group_offsets(lags)
     known = sum(o is not None for ps in group.values() for o in ps.values())
     # Spark wants every partition named: -2 is the earliest offset.
     offsets = {t: {p: (o if o is not None else -2) for p, o in ps.items()} for t, ps in group.items()}
@@ -213,7 +247,10 @@ def _existing_checkpoint(spark: SparkSession, config: AppConfig, checkpoint: Che
             f"is wrong, correct it; to rebuild the tables from Kafka, move the checkpoint aside (mv "
             f"{checkpoint.location} {checkpoint.location}.old) and start again (from kafka.starting_offsets)"
         )
-    group = _group_offsets(config) or {}
+    lags = _group_lags(config) or []
+    resume = {(t, int(p)): o for t, ps in checkpoint.resume.items() for p, o in ps.items()}
+    _refuse_gaps(spark, config, lags, resume)
+    group = _group_offsets(lags)
     ahead = [
         f"{t}-{p}"
         for t, ps in group.items()
