@@ -63,7 +63,10 @@ class TableCheck:
                 f"newest record of {self.kafka_newest_checked} partition(s) applied"
             )
         label = {FAILED: "FAILED ", BEHIND: "BEHIND ", SKIPPED: "skipped"}[self.status]
-        return f"{label} {self.table}: {self.reason}"
+        repair = (
+            f" (repair: cdc-delta resnapshot --table {self.table} --delete-missing)" if self.status == FAILED else ""
+        )
+        return f"{label} {self.table}: {self.reason}{repair}"
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from cdc_delta.check.run import run_check
+    from cdc_delta.check.run import FAILED, run_check
 
     config = load_config(args.config)
     with job_metrics(config, "check") as run:
@@ -104,6 +104,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"check: {len(report.tables)} table(s), {len(report.failed)} failing, in {report.duration_s}s",
         file=sys.stderr if report.failed else sys.stdout,
     )
+    differ = [t.table for t in report.tables if t.status == FAILED]
+    if args.repair and differ:
+        from cdc_delta.repair.run import check_request, resnapshot, targets
+
+        print(f"check: repairing {', '.join(differ)} (cdc-delta resnapshot --delete-missing)")
+        chosen = targets(config, differ, None)
+        check_request(config, chosen, None, blocking=False)
+        results = resnapshot(spark_for(config), config, chosen, None, blocking=False, delete_missing=True)
+        for result in results:
+            print(result.line())
+        return EXIT_ATTENTION if any(r.problem for r in results) or len(differ) < len(report.failed) else 0
     return run.exit_code
 
 
@@ -232,6 +243,12 @@ def add_commands(sub: Any) -> None:
     )
     add_config_argument(check)
     check.add_argument("--table", action="append", help="only this logical table (repeatable); default: all")
+    check.add_argument(
+        "--repair",
+        action="store_true",
+        help="re-read each table that differs from the source (cdc-delta resnapshot --delete-missing); exit 0 "
+        "when every one was repaired",
+    )
     check.set_defaults(func=cmd_check)
 
     live = sub.add_parser(

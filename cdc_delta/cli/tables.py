@@ -74,7 +74,7 @@ def add_commands(sub: Any) -> None:
             "Clear a table's stopped flag (cdc_delta.stopped), and where the table was deleted or replaced under "
             "the stream, accept what is at its path now: the replacement, or none (the merger then creates the "
             "table anew from the changes the changelog still holds, changelog.retention_hours: read the table "
-            "from the source again, with Debezium's execute-snapshot signal). Then restart the stream (or "
+            "from the source again: cdc-delta resnapshot). Then restart the stream (or "
             "cdc-delta merge): the table's changes that stayed pending in the changelog are merged."
         ),
     )

@@ -196,7 +196,8 @@ def probe(
         .collect()
     )
     known = {} if schemas is None else schemas
-    routed = [(r, plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
+    # The signal table's rows are left to the reference decoder, which skips them.
+    routed = [(r, None if plan.is_signal(r["tbl"]) else plan.router.route(r["topic"], r["db"], r["tbl"])) for r in rows]
     new = [r for r, table in routed if table is not None and r[SCHEMA_ID] not in known]
     texts = {r[SCHEMA_ID]: r["head"]["text"] for r in new if r["head"] is not None}
     wanted = {(r["topic"], r["at"]["partition"], r["at"]["offset"]) for r in new if r[SCHEMA_ID] not in texts}

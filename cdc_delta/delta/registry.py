@@ -88,7 +88,7 @@ class TableRegistry:
             f"restore {path} from a backup of that table (the stream then goes on by itself after a restart, "
             f"merging what stayed pending), or accept the loss with `cdc-delta resume-table --table {name}` "
             "(the table is then made anew from the changes the changelog still holds) and re-read the table "
-            "from the source (Debezium's execute-snapshot signal)"
+            f"from the source once the stream runs (`cdc-delta resnapshot --table {name} --delete-missing`)"
         )
         since = f"registered {known.registered_at} as Delta table {known.table_id}"
         if table_id is None:

@@ -58,6 +58,10 @@ class DecodePlan:
     signal_table: str | None = None
     """The name of Debezium's signal table: its rows are the connector's signals and watermarks."""
 
+    def is_signal(self, source_table: str | None) -> bool:
+        """Whether a change of ``source_table`` is a row of Debezium's signal table (skipped, never landed)."""
+        return source_table is not None and source_table == self.signal_table
+
     def key(self, table: str) -> tuple[str, ...]:
         """The key columns of a table the router named."""
         return self.keys.get(table) or self.keys[self.router.pattern_of(table) or table]
@@ -253,7 +257,7 @@ def decode_message(
     if not isinstance(source, dict):
         source = {}
     db, tbl = source.get("db"), source.get("table")
-    if tbl is not None and tbl == plan.signal_table:
+    if plan.is_signal(tbl):
         return Decoded(SKIP, SIGNAL, source_ts_ms=control_ts_ms(message))
     known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
     table = plan.router.route(topic, db, tbl)

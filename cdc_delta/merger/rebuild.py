@@ -76,7 +76,7 @@ def rebuild_table(spark: SparkSession, config: AppConfig, name: str) -> Rebuilt:
         raise RebuildError(
             f"cannot rebuild {name} from the changelog: its retention (changelog.retention_hours "
             f"{config.changelog.retention_hours:g}) may have deleted its changes up to landing {gone}. Read the "
-            "table from the source again instead (Debezium's execute-snapshot signal, or a new connector)"
+            f"table from the source again instead: cdc-delta resnapshot --table {name} --delete-missing"
         )
     through = newest_landing(spark, config)
     if through is None:

@@ -134,7 +134,7 @@ def _check_name(table: str, name: str, columns: Iterable[str]) -> None:
     fix = (
         "The table is stopped and its changes stay pending in the changelog; rename the column at the source "
         f"(or replicate a view with a plain name), then `cdc-delta resume-table --table {table}`, restart the "
-        "stream, and read the table from the source again (Debezium's execute-snapshot signal): the changes "
+        f"stream, and read the table from the source again (`cdc-delta resnapshot --table {table}`): the changes "
         "that carry the old name cannot be merged."
     )
     bad = sorted(set(name) & _NOT_IN_DELTA_NAMES)

@@ -68,6 +68,17 @@ def test_snapshot_read_is_phase_zero() -> None:
     assert decode(envelope(TABLE, "r", None, ROW)).seq.phase == 0
 
 
+def test_the_rows_of_debeziums_signal_table_are_skipped_whatever_routes_them() -> None:
+    """An incremental snapshot's watermarks are rows of the signal table: a pattern entry that takes every
+    table of the database takes it too, and still it is skipped with a count, never a table."""
+    signal = SourceTable("inventory", "debezium_signal", ORDER_COLUMNS)
+    entry = {"name": "{db}.{table}", "topic_pattern": r"dbserver1\.inventory\.[^.]+", "key": ["id"]}
+    every = decode_plan(parse_config({"app_id": "t", "storage": {"root": "/x"}, "tables": [entry]}))
+    out = decode(envelope(signal, "c", None, ROW), every, topic="dbserver1.inventory.debezium_signal")
+    assert (out.status, out.reason, out.table) == (SKIP, "signal table", None)
+    assert decode(envelope(TABLE, "c", None, ROW), every).status == OK
+
+
 @pytest.mark.parametrize("value", [None, {"schema": None, "payload": None}])
 def test_tombstones_are_skipped_and_counted(value: object) -> None:
     out = decode(value)

@@ -82,7 +82,7 @@ def test_retention_deletes_only_merged_changes(spark, tmp_path: Path, capsys: py
     assert err == [
         "cdc-delta: error: cannot rebuild inventory.items from the changelog: its retention "
         "(changelog.retention_hours 1) may have deleted its changes up to landing 1. Read the table from the "
-        "source again instead (Debezium's execute-snapshot signal, or a new connector)"
+        "source again instead: cdc-delta resnapshot --table inventory.items --delete-missing"
     ], err
     assert qty("inventory.items") == {1: 12, 2: 11}
     assert rebuild_table(spark, config, "inventory.other").changes == 1 and qty("inventory.other") == {1: 20}

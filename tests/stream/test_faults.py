@@ -274,7 +274,8 @@ def test_a_table_deleted_under_the_stream_is_not_recreated(spark: Any, lake: Lak
     assert line.endswith(
         "the stream then goes on by itself after a restart, merging what stayed pending), or accept the loss with "
         "`cdc-delta resume-table --table db.gone` (the table is then made anew from the changes the changelog still "
-        "holds) and re-read the table from the source (Debezium's execute-snapshot signal) (2 changes pending)"
+        "holds) and re-read the table from the source once the stream runs (`cdc-delta resnapshot --table db.gone "
+        "--delete-missing`) (2 changes pending)"
     ), line
     # Restored from its backup, the table goes on by itself: its pending changes are merged.
     caught_up_but_for(lake.runs["restored"], "db.braces")
