@@ -18,7 +18,6 @@ rows of the table's own source."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -30,6 +29,7 @@ from cdc_delta.catalog import TableCatalog
 from cdc_delta.changelog.table import TABLE, tables_path, tables_schema
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.delta_rs import open_table, read
+from cdc_delta.kafka.applied import reads_topic
 
 _COLUMNS = [TABLE, "topic", "source_db", "source_table", "found_at"]
 _KEY = "key"
@@ -219,11 +219,7 @@ def tables_of_topics(config: AppConfig, made: Mapping[str, Made], topics: list[s
     entries made from it (as far as the index knows them)."""
     out = {}
     for topic in topics:
-        names = {
-            t.name
-            for t in config.listed_tables
-            if topic in t.topics or (t.topic_pattern is not None and re.fullmatch(t.topic_pattern, topic))
-        }
+        names = {t.name for t in config.listed_tables if reads_topic(config, t, topic)}
         names |= {name for name, m in made.items() if m.topic == topic}
         out[topic] = sorted(names)
     return out

@@ -114,7 +114,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         results = resnapshot(spark_for(config), config, chosen, None, blocking=False, delete_missing=True)
         for result in results:
             print(result.line())
-        return EXIT_ATTENTION if any(r.problem for r in results) or len(differ) < len(report.failed) else 0
+        return EXIT_ATTENTION if any(r.needs_attention for r in results) or len(differ) < len(report.failed) else 0
     return run.exit_code
 
 

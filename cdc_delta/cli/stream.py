@@ -48,10 +48,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
         return 0
     if metrics is not None:
         from cdc_delta.changelog.table_index import discovered
-        from cdc_delta.delta import repair_log
 
         metrics.tables_known(discovered(spark, config))
-        metrics.repairs_needed(repair_log.resnapshot_needed(repair_log.entries(config)))
     merging = merging_for(spark, config, metrics)
     try:
         try:
@@ -82,11 +80,11 @@ def cmd_stream(args: argparse.Namespace) -> int:
             return caught_up_exit(merging.stopped_tables() if merging is not None else {})
     except StreamingQueryException as exc:
         logger.debug("stream failed", exc_info=True)
-        if DATA_LOSS in str(exc):
-            found = kafka_gap(config, args.config)
-            if found is not None:
-                print(f"cdc-delta: error: {found}", file=sys.stderr)
-                return EXIT_CONFIG
+        if DATA_LOSS in str(exc):  # a gap: never restarted blindly
+            found = None if config.kafka.raw_security else kafka_gap(config, args.config)
+            cause = f"Kafka no longer holds records the stream must read ({root_cause(str(exc))}); nothing was skipped"
+            print(f"cdc-delta: error: {found or cause}", file=sys.stderr)
+            return EXIT_CONFIG
         cause = root_cause(str(exc))
         print(
             f"cdc-delta: the stream failed: {cause}\n"

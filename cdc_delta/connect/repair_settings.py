@@ -21,7 +21,8 @@ def _channels(text: str) -> list[str]:
 
 def repair_settings(name: str, config: Mapping[str, str], signal_table: str) -> dict[str, str]:
     """The settings to add to connector ``name``'s ``config`` (none where it has them, or has no
-    ``topic.prefix`` to name its topics by)."""
+    ``topic.prefix`` to name its topics by). The Kafka channel is added only where the brokers are known
+    (the schema history's), with the security settings of the schema history's consumer."""
     prefix = config.get("topic.prefix")
     if not prefix:
         return {}
@@ -31,12 +32,17 @@ def repair_settings(name: str, config: Mapping[str, str], signal_table: str) -> 
         if key not in config and value:
             add[key] = value
 
-    default("signal.enabled.channels", "source,kafka")
+    history = "schema.history.internal."
+    bootstrap = config.get("signal.kafka.bootstrap.servers") or config.get(f"{history}kafka.bootstrap.servers")
+    default("signal.enabled.channels", "source,kafka" if bootstrap else "source")
     channels = _channels(config.get("signal.enabled.channels", add.get("signal.enabled.channels", "")))
     if "kafka" in channels:
         default("signal.kafka.topic", f"{prefix}-signal")
-        default("signal.kafka.bootstrap.servers", config.get("schema.history.internal.kafka.bootstrap.servers"))
+        default("signal.kafka.bootstrap.servers", bootstrap)
         default("signal.kafka.groupId", f"{name}-signal")  # a group of its own: a new one reads old signals again
+        for key, value in config.items():  # the brokers' security, as the schema history's consumer has it
+            if key.startswith(f"{history}consumer."):
+                default("signal.consumer." + key.removeprefix(f"{history}consumer."), value)
     databases = config.get("database.include.list", "")
     if config.get("read.only", "false").lower() != "true" and _PLAIN_NAME.fullmatch(databases):
         default("signal.data.collection", f"{databases}.{signal_table}")

@@ -113,7 +113,8 @@ def placed_read(source: dict[str, Any], file: int, pos: int) -> bool:
     binlog: it fills a missing key and never overwrites one."""
     if file <= 0 or pos <= 0:
         return False
-    return source.get("snapshot") == INCREMENTAL or source.get("gtid") not in (None, "")
+    gtid = source.get("gtid")
+    return source.get("snapshot") == INCREMENTAL or (isinstance(gtid, str) and gtid != "")
 
 
 def event_seq(op: str, source: dict[str, Any], payload_ts_ms: Any, partition: int, offset: int) -> Seq:

@@ -4,6 +4,7 @@ Debezium read again)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from cdc_delta.config import AppConfig, TableConfig
@@ -20,6 +21,12 @@ def table_subscription(config: AppConfig, table: TableConfig) -> tuple[list[str]
     if table.topic_pattern:
         return [], f"^(?:{table.topic_pattern})$"
     return list(config.kafka.topics), config.kafka.topic_pattern
+
+
+def reads_topic(config: AppConfig, table: TableConfig, topic: str) -> bool:
+    """Whether ``table``'s records may come from ``topic`` (its subscription takes it)."""
+    topics, pattern = table_subscription(config, table)
+    return topic in topics or (pattern is not None and re.search(pattern, topic) is not None)
 
 
 def end_offsets(config: AppConfig, table: TableConfig) -> dict[Partition, int]:

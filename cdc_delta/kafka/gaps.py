@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.kafka.applied import Partition
 from cdc_delta.kafka.offsets import PartitionLag
 
-Partition = tuple[str, int]
 CONFIG_PLACEHOLDER = "<config>"
 
 

@@ -13,12 +13,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from cdc_delta.config import AppConfig
+from cdc_delta.delta import repair_log
 from cdc_delta.kafka.offsets import PartitionLag
 from cdc_delta.merger.results import RoundResult
 from cdc_delta.metrics.merge import DURATION_BUCKETS, MergeMetrics
 from cdc_delta.stream.results import BatchResult
 
 UNROUTED = "(unrouted)"
+REPAIR_LOG_S = 60.0
 OUTCOMES = ("in", "landed", "dead_lettered", "skipped")
 
 
@@ -53,12 +55,8 @@ class StreamMetrics:
         )
         self.started = Gauge("cdc_delta_start_timestamp_seconds", "When the stream started (Unix time)", registry=r)
         self.started.set(time.time())
-        self.resnapshot_needed = Gauge(
-            "cdc_delta_table_resnapshot_needed",
-            "1 while changes of the table were lost in a gap accepted and no re-snapshot was done since",
-            ["table"],
-            registry=r,
-        )
+        self.repairs = _RepairCollector(config)
+        r.register(self.repairs)
         self.partition_lag = _LagCollector()
         r.register(self.partition_lag)
         r.register(_FreshnessCollector(self.source_ts))
@@ -69,11 +67,6 @@ class StreamMetrics:
         self.last_finished = time.monotonic()
         """Monotonic time of the last finished batch (the start before the first)."""
 
-    def repairs_needed(self, tables: Collection[str]) -> None:
-        """The tables that need a re-snapshot (the repair log's, read at start)."""
-        for name in tables:
-            self.resnapshot_needed.labels(name).set(1)
-
     def tables_known(self, names: Collection[str]) -> None:
         """Every series of these tables from the start, so that ``rate()`` and ``absent()`` work: the
         listed tables at once, those the pattern entries made once the table index is read."""
@@ -81,6 +74,7 @@ class StreamMetrics:
             for outcome in OUTCOMES:
                 self.events.labels(name, outcome)
         self.merges.tables_known(names)
+        self.repairs.known |= set(names)
 
     def batch_done(self, result: BatchResult) -> None:
         """Count one applied micro-batch."""
@@ -154,6 +148,38 @@ class _LagCollector(Collector):
             yield GaugeMetricFamily(
                 "cdc_delta_consumer_lag_read_timestamp_seconds", "When the lag was last read (Unix time)", value=read_at
             )
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+class _RepairCollector(Collector):
+    """``cdc_delta_table_resnapshot_needed``: 1 for a table a gap accepted touched with no re-snapshot
+    recorded since (:mod:`cdc_delta.delta.repair_log`), 0 for the others known; the log is read at most
+    every :data:`REPAIR_LOG_S` (a re-snapshot done while the stream runs clears it)."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self.config = config
+        self.known: set[str] = set()
+        self._needed: set[str] = set()
+        self._read_at: float | None = None
+
+    def needed(self) -> set[str]:
+        now = time.monotonic()
+        if self._read_at is None or now - self._read_at >= REPAIR_LOG_S:
+            self._needed, self._read_at = set(repair_log.resnapshot_needed(repair_log.entries(self.config))), now
+        return self._needed
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        needed = self.needed()
+        gauge = GaugeMetricFamily(
+            "cdc_delta_table_resnapshot_needed",
+            "1 while changes of the table were lost in a gap accepted and no re-snapshot was done since",
+            labels=["table"],
+        )
+        for table in sorted(self.known | needed):
+            gauge.add_metric([table], 1 if table in needed else 0)
+        yield gauge
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())

@@ -19,7 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from cdc_delta.config import AppConfig
+from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers
 
 INCREMENTAL = "Incremental Snapshot"
@@ -88,12 +91,19 @@ class Notifications:
         )
         self._assigned: set[int] = set()
         self._new_partition = TopicPartition
-        self._assign(at_end=True)
+        try:
+            self._assign(at_end=True)
+        except BaseException:
+            self._consumer.close()
+            raise
 
     def _assign(self, at_end: bool) -> None:
         """Read every partition of the topic: from its end now (``at_end``), from its start for one that
         appears later (the topic is made with the first notification)."""
-        metadata = self._consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+        try:
+            metadata = self._consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"cannot read the notification topic {self.topic} from Kafka: {exc}") from None
         partitions = set(metadata.partitions) if metadata is not None and metadata.error is None else set()
         new = sorted(partitions - self._assigned)
         if not new:

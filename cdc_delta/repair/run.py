@@ -32,10 +32,11 @@ from cdc_delta.connect.http import ConnectHttp
 from cdc_delta.delta import repair_log
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import RepairError
-from cdc_delta.kafka.applied import end_offsets, wait_applied
+from cdc_delta.kafka.applied import Partition, end_offsets, wait_applied
 from cdc_delta.repair import missing, signals
 from cdc_delta.repair.connector import SignalRoute, connector_for
 from cdc_delta.repair.notifications import BLOCKING, ENDS, INCREMENTAL, Notification, Notifications
+from cdc_delta.repair.placed import reads_placed
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,12 @@ def check_request(config: AppConfig, chosen: list[Target], where: str | None, bl
     if where is not None and (not where.strip() or re.search(r";|--|/\*|#", where)):
         raise RepairError(f"--where {where!r} must be one SQL condition, without ';' or comments")
     if "source" not in config.model_fields_set:
+        by_table = [t.route.connector for t in chosen if t.route.kafka_topic is None]
+        if by_table:
+            raise RepairError(
+                f"connector {by_table[0]} takes signals from its signal table only, which cdc-delta writes through "
+                "the source: section (a user with INSERT on it); add it, or enable the connector's Kafka channel"
+            )
         return  # what only the source can say (a primary key, a condition it reads) Debezium reports
     conn = source_db.connect(config.source)
     try:
@@ -173,6 +180,7 @@ def resnapshot(
             if problem:
                 raise RepairError(f"--where {where!r} cannot be read over table {target.table.name}: {problem}")
     held = {t.table.name: missing.newest_held(spark, config, t.table) if t.table.key else None for t in chosen}
+    before = {t.table.name: end_offsets(config, t.table) for t in chosen}
     results = {t.table.name: Reread(t.table.name, t.source) for t in chosen}
     deadline = time.monotonic() + config.repair.wait_seconds
     by_connector: dict[str, list[Target]] = {}
@@ -185,9 +193,11 @@ def resnapshot(
         if result.problem is None:
             _merged(config, target, result, deadline)
         if result.problem is None:
-            _missing(spark, config, target, held[target.table.name], where, delete_missing, result)
+            _missing(
+                spark, config, target, held[target.table.name], before[target.table.name], where, delete_missing, result
+            )
     now = dt.datetime.now(dt.timezone.utc)
-    done = [t.table.name for t in chosen if results[t.table.name].problem is None and where is None]
+    done = [t.table.name for t in chosen if not results[t.table.name].needs_attention and where is None]
     repair_log.record(spark, config, [repair_log.Entry(repair_log.RESNAPSHOT, now, name) for name in done])
     return [results[t.table.name] for t in chosen]
 
@@ -284,15 +294,28 @@ def _missing(
     config: AppConfig,
     target: Target,
     held: Seq | None,
+    before: dict[Partition, int],
     where: str | None,
     delete_missing: bool,
     result: Reread,
 ) -> None:
     if held is None:  # the lake held nothing of the table: nothing can be missing from the source
         return
-    rows = missing.missing_rows(spark, config, target.table, held, where)
+    placed = reads_placed(config, target.table, before)
+    if placed is None:  # not known from Kafka: every row read is newer than the mark where they were placed
+        placed = result.rows_read is not None and (
+            missing.touched(spark, config, target.table, held, where) >= result.rows_read
+        )
+    if not placed:
+        result.problem = (
+            "the rows read could not all be placed at their binlog position (a blocking snapshot where the "
+            "connector had streamed no transaction with a GTID?): the table is not known to be repaired and "
+            "nothing was named missing; run it again as an incremental snapshot (without --blocking)"
+        )
+        return
+    rows = missing.missing_rows(spark, config, target.table, held, where, target.source)
     keys = [tuple(r) for r in rows.limit(SHOWN_KEYS).collect()]
     result.missing = len(keys) if len(keys) < SHOWN_KEYS else rows.count()
     result.missing_keys = keys
     if delete_missing and result.missing:
-        result.deleted = missing.soft_delete_missing(spark, config, target.table, held, where)
+        result.deleted = missing.soft_delete_missing(spark, config, target.table, held, where, target.source)

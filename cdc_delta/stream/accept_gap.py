@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.table_index import discovered, tables_of_topics
 from cdc_delta.config import AppConfig
+from cdc_delta.config.durations import interval_micros
 from cdc_delta.delta import repair_log
+from cdc_delta.delta.delta_rs import open_table
 from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.gaps import Gap, KafkaGap, gaps_at
 from cdc_delta.kafka.offsets import commit_group_offsets, partition_lag
@@ -36,13 +40,33 @@ class AcceptedGap:
     checkpoint_moved_to: str | None
 
 
+QUIET_S = 30.0
+"""How long the changelog must have had no landing for the stream to count as stopped (at least three
+trigger intervals). An idle stream lands nothing: this catches a stream at work, not every one."""
+
+
+def _running(config: AppConfig) -> str | None:
+    """Why the stream seems to run (a landing within the last few trigger intervals), or None."""
+    changelog = open_table(config, config.changelog.located(config.storage.root))
+    if changelog is None:
+        return None
+    newest: dict[str, Any] = next(iter(changelog.history(1)), {})
+    age = time.time() - int(newest.get("timestamp", 0)) / 1000
+    quiet = max(QUIET_S, 3 * interval_micros(config.trigger_interval) / 1e6)
+    return f"the changelog had a landing {age:.0f}s ago" if age < quiet else None
+
+
 def accept_gap(spark: SparkSession, config: AppConfig) -> AcceptedGap | None:
-    """Move past the gaps where the stream would read next; None where there is none."""
+    """Move past the gaps where the stream would read next; None where there is none. Refused while the
+    stream seems to run: it holds the checkpoint this moves aside."""
+    running = _running(config)
+    if running:
+        raise KafkaGap(f"the stream seems to be running ({running}): stop it, then run accept-gap again")
     kafka = config.kafka
     lags = partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern)
     location = checkpoint_location(config)
     checkpoint = read_checkpoint(spark, location)
-    if checkpoint.batch is None:
+    if checkpoint.batch is None or checkpoint.committed is None:
         positions = {(g.topic, g.partition): g.committed for g in lags if g.committed is not None}
     else:
         positions = {(t, int(p)): o for t, ps in checkpoint.resume.items() for p, o in ps.items()}

@@ -43,8 +43,9 @@ from cdc_delta.changelog.table_index import discovered, tables_of_topics
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.registry import registry_path
 from cdc_delta.exceptions import CheckpointMismatch, KafkaUnavailable, one_line
+from cdc_delta.kafka.applied import Partition
 from cdc_delta.kafka.client import brokers
-from cdc_delta.kafka.gaps import KafkaGap, Partition, describe, gaps_at
+from cdc_delta.kafka.gaps import KafkaGap, describe, gaps_at
 from cdc_delta.kafka.offsets import PartitionLag, partition_lag
 
 logger = logging.getLogger(__name__)
@@ -249,6 +250,8 @@ def _existing_checkpoint(spark: SparkSession, config: AppConfig, checkpoint: Che
         )
     lags = _group_lags(config) or []
     resume = {(t, int(p)): o for t, ps in checkpoint.resume.items() for p, o in ps.items()}
+    if checkpoint.committed is None:  # no batch done: Spark's first one starts where the group stood
+        resume = {(g.topic, g.partition): g.committed for g in lags if g.committed is not None}
     _refuse_gaps(spark, config, lags, resume)
     group = _group_offsets(lags)
     ahead = [

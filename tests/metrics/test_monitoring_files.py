@@ -37,7 +37,6 @@ def exported(tmp_path: Path) -> set[str]:
     )
     metrics = StreamMetrics(config)
     metrics.partition_lag.update([PartitionLag("t", 0, end=10, committed=7)])
-    metrics.repairs_needed(["db.t"])
     metrics.batch_done(
         BatchResult(
             1,

@@ -41,6 +41,10 @@ def test_apply_adds_what_resnapshot_needs_and_keeps_what_the_file_gives() -> Non
     many = {**BASE, "database.include.list": "inventory,sales"}
     assert "signal.data.collection" not in repair_settings("inv", many, "debezium_signal")  # which database's?
     assert repair_settings("inv", {"connector.class": "x"}, "debezium_signal") == {}  # no topic.prefix
+    no_brokers = {k: v for k, v in BASE.items() if "bootstrap" not in k}
+    assert repair_settings("inv", no_brokers, "debezium_signal")["signal.enabled.channels"] == "source"
+    secured = {**BASE, "schema.history.internal.consumer.security.protocol": "SASL_SSL"}
+    assert repair_settings("inv", secured, "debezium_signal")["signal.consumer.security.protocol"] == "SASL_SSL"
     file, added = with_repair_settings(ConnectorFile("inv", dict(BASE), "f.yaml"), "sig")
     assert file.config == {**BASE, **added} and added["signal.data.collection"] == "inventory.sig"
     again, more = with_repair_settings(file, "sig")

@@ -246,7 +246,7 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
   /**
    * The source's fields that this reader uses ({@link #SOURCE_FIELDS}), as text; null where one is
    * neither a string, an integer nor null (but {@code snapshot}, which older connectors wrote as a
-   * boolean).
+   * boolean), or where {@code file} or {@code gtid} is a number (the reference reads those as absent).
    */
   private static String[] source(JsonParser parser) throws IOException {
     String[] values = new String[SOURCE_FIELDS.size()];
@@ -256,6 +256,8 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       JsonToken token = parser.nextToken();
       if (at < 0) {
         parser.skipChildren();
+      } else if (token == JsonToken.VALUE_NUMBER_INT && (name.equals("file") || name.equals("gtid"))) {
+        return null; // a number where Debezium writes text: the reference reads it (as no file, no gtid)
       } else if (token == JsonToken.VALUE_STRING || token == JsonToken.VALUE_NUMBER_INT) {
         values[at] = parser.getText();
       } else if (name.equals("snapshot") && token.isBoolean()) {
