@@ -8,4 +8,5 @@ password="$(sed -n 's/^password=//p' /run/secrets/mariadb.properties)"
 mariadb -uroot -p"${MARIADB_ROOT_PASSWORD}" <<SQL
 CREATE USER IF NOT EXISTS 'cdc'@'%' IDENTIFIED BY '${password//\'/\'\'}';
 GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'cdc'@'%';
+GRANT INSERT, DELETE ON inventory.debezium_signal TO 'cdc'@'%';
 SQL

@@ -20,3 +20,6 @@ INSERT INTO inventory.customers
 INSERT INTO inventory.orders (id, customer_id, amount, status)
   SELECT seq, 1 + seq % 200, ROUND(seq * 7.31 % 500, 2), ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'cancelled')
   FROM seq_1_to_2000;
+-- Debezium's signal table: the watermarks of incremental snapshots (`cdc-delta resnapshot`); the capture
+-- user is granted INSERT, DELETE on it once it exists (scripts/demo.sh, streaming/mariadb-capture-user.sh).
+CREATE TABLE inventory.debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL);

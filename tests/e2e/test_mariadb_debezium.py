@@ -45,9 +45,9 @@ def assert_lake_equals_source(spark: SparkSession, pipe: Pipeline, config: Path,
         if not comparison.equal:
             problems.append(comparison.describe())
     assert not problems, f"after {after}, the lake differs from MariaDB:\n" + "\n".join(problems)
-    cfg = indexed(spark, load_config(config, env={}))
+    cfg = load_config(config, env={})
     assert not DeltaTable.isDeltaTable(spark, cfg.storage.dead_letters), "something was dead-lettered"
-    odd = cfg.table(f"{pipe.db}.odd")
+    odd = indexed(spark, cfg).table(f"{pipe.db}.odd")
     properties = DeltaTable.forPath(spark, cfg.storage.table_path(odd)).detail().first()["properties"]
     assert "column 'weird name' has characters a Delta column name cannot hold" in properties[STOPPED_REASON_PROPERTY]
     assert pending_changes(cfg, {odd.name: -1})[odd.name]["pending"] > 0
@@ -57,9 +57,10 @@ def assert_live_views_equal_source(spark: SparkSession, pipe: Pipeline, config: 
     """Every table's live view (its merged rows overridden by the changes pending in the changelog)
     equals ``SELECT *`` column by column, with the promised types, where the Delta tables themselves
     differ from it: the changes are visible before they are merged."""
-    cfg = indexed(spark, load_config(config, env={}))
+    cfg = load_config(config, env={})
+    catalog = indexed(spark, cfg)
     tables = [t for t in pipe.tables() if t.name != f"{pipe.db}.odd"]
-    live = live_rows(spark, cfg, [cfg.table(t.name) for t in tables])
+    live = live_rows(spark, cfg, [catalog.table(t.name) for t in tables])
     problems, behind = [], []
     for table in tables:
         rows = live.get(table.name)
@@ -157,7 +158,8 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     pipe.client().pause(pipe.connector)
     time.sleep(3)
     caught_up_here(config, f"{pipe.db}.odd")
-    cfg = indexed(spark, load_config(config, env={}))
+    cfg = load_config(config, env={})
+    catalog = indexed(spark, cfg)
     day = dt.datetime.now(zoneinfo.ZoneInfo(zone)).date()
     after_midnight = cutoff_for(day, zone) + dt.timedelta(hours=1)
     report = run_snapshot(spark, cfg, day, kafka_positions_of(cfg), clock=lambda: after_midnight)
@@ -166,7 +168,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     for table in pipe.tables():
         if table.name not in cfg.snapshot.tables:
             continue
-        hive = spark.table(hive_publish.hive_table(cfg, cfg.table(table.name)))
+        hive = spark.table(hive_publish.hive_table(cfg, catalog.table(table.name)))
         published = hive.where(F.col("dt") == day.isoformat()).drop("dt")
         comparison = pipe.compare_table(table, published)
         if not comparison.equal:

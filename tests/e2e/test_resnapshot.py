@@ -70,7 +70,12 @@ def write_config(pipe: Pipeline) -> Path:
         "trigger_interval": "1 second",
         "merge": {"max_delay_seconds": 2},
         "connect": {"url": pipe.connect.url},
-        "source": {"port": pipe.mariadb.port, "user": "cdc", "password_file": str(pipe.source_password())},
+        "source": {
+            "port": pipe.mariadb.port,
+            "user": "cdc",
+            "password_file": str(pipe.source_password()),
+            "check": {"settle_seconds": 0, "wait_seconds": 60, "attempts": 1},
+        },
         "repair": {"wait_seconds": 300, "settle_seconds": 1},
         "tables": [
             {"name": "{db}.{table}", "topic_pattern": rf"{pipe.prefix}\.{db}\.[^.]+"},
@@ -192,14 +197,23 @@ def resnapshot(config: Path, *args: str) -> tuple[int, str]:
     return run.returncode, run.stdout + run.stderr
 
 
-def test_a_damaged_table_is_repaired_by_resnapshots_while_the_source_is_written(
+def test_a_running_replica_is_repaired_and_recovered_from_a_gap_with_the_real_connector(
     spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
 ) -> None:
+    """One source database, its connector and the stream (one pipeline: its start is the costly part):
+    bad requests refused, a damaged table repaired while the source is written, a gap in Kafka stopped
+    and recovered, a table added to the capture later filled."""
     with running("rs1", 5411, kafka_bootstrap, mariadb, connect_worker, tmp_path) as (pipe, config, stream):
+        refused(pipe, config)
         repaired(spark, pipe, config, stream)
+        recovered_from_a_gap(spark, pipe, config, stream)
 
 
 def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamProcess) -> None:
+    """A table damaged in Delta (values changed, rows deleted, soft-deleted, rows the source never had)
+    while writes to the source go on: an incremental resnapshot makes it equal ``SELECT *``, the rows the
+    source lacks soft-deleted, the other table untouched; a blocking one limited by --where repairs what
+    it takes and leaves the rest; check names the repair of a table that differs and --repair runs it."""
     orders_table, customers_table = lake_table(pipe.db, "orders"), lake_table(pipe.db, "customers")
     caught_up(spark, pipe, config, 2, orders_table, customers_table)
     cfg = load_config(config, env={})
@@ -228,6 +242,15 @@ def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamPr
     code, out = resnapshot(config, "--table", orders_table.name, "--where", "id > 200")
     assert code == 0, out[-4000:]
     caught_up(spark, pipe, config, 4, orders_table, customers_table)
+
+    # check finds a table that differs, names its repair, and with --repair runs it.
+    lost = live_id(pipe, "id > 0")
+    retry_on_conflict(lambda: table.delete(f"id = {lost}"), "damaging the table", 10)
+    run = cdc_delta_here(config, "check", "--table", orders_table.name)
+    assert run.returncode == 1 and f"cdc-delta resnapshot --table {orders_table.name}" in run.stdout, run.stdout
+    run = cdc_delta_here(config, "check", "--table", orders_table.name, "--repair")
+    assert run.returncode == 0 and f"repaired {orders_table.name}: " in run.stdout, run.stdout + run.stderr[-3000:]
+    caught_up(spark, pipe, config, 5, orders_table, customers_table)
     log = stream.log.read_text(errors="replace")
     assert "Traceback" not in log
     # The signal table's rows (the incremental snapshots' watermarks) were skipped, never a table.
@@ -235,25 +258,24 @@ def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamPr
     assert "signal table" in log
 
 
-def test_bad_requests_are_refused_in_one_line_and_send_nothing(
-    spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
-) -> None:
-    with running("rs2", 5412, kafka_bootstrap, mariadb, connect_worker, tmp_path) as (pipe, config, _):
-        orders = "rs2.orders"
-        refusals = {
-            ("--table", "rs2.nowhere"): "the source database has no table rs2.nowhere",
-            ("--table", "elsewhere.x"): "no connector on",
-            ("--table", orders, "--where", "id >>> 3"): "--where 'id >>> 3' does not work on rs2.orders",
-            ("--table", orders, "--where", "id = 1; DROP TABLE rs2.orders"): "must be one SQL condition",
-            ("--table", "rs2.nopk"): "rs2.nopk has no primary key, which an incremental snapshot reads by",
-            ("--table", orders, "--connector", "nobody"): "no connector 'nobody'",
-        }
-        for args, message in refusals.items():
-            code, out = resnapshot(config, *args)
-            errors = [line for line in out.splitlines() if line.startswith("cdc-delta: error:")]
-            assert code == 2 and len(errors) == 1 and message in errors[0], (args, out[-2000:])
-            assert "Traceback" not in out
-        assert signals_sent(pipe) == 0
+def refused(pipe: Pipeline, config: Path) -> None:
+    """Bad requests: one line each naming the fix, exit 2, and nothing sent to the connector."""
+    db = pipe.db
+    orders = f"{db}.orders"
+    refusals = {
+        ("--table", f"{db}.nowhere"): f"the source database has no table {db}.nowhere",
+        ("--table", "elsewhere.x"): "no connector on",
+        ("--table", orders, "--where", "id >>> 3"): f"--where 'id >>> 3' does not work on {orders}",
+        ("--table", orders, "--where", f"id = 1; DROP TABLE {orders}"): "must be one SQL condition",
+        ("--table", f"{db}.nopk"): f"{db}.nopk has no primary key, which an incremental snapshot reads by",
+        ("--table", orders, "--connector", "nobody"): "no connector 'nobody'",
+    }
+    for args, message in refusals.items():
+        code, out = resnapshot(config, *args)
+        errors = [line for line in out.splitlines() if line.startswith("cdc-delta: error:")]
+        assert code == 2 and len(errors) == 1 and message in errors[0], (args, out[-2000:])
+        assert "Traceback" not in out
+    assert signals_sent(pipe) == 0
 
 
 def signals_sent(pipe: Pipeline) -> int:
@@ -268,66 +290,61 @@ def signals_sent(pipe: Pipeline) -> int:
         consumer.close()
 
 
-def test_a_gap_in_kafka_stops_the_stream_and_is_recovered_with_one_decision(
-    spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
-) -> None:
+def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamProcess) -> None:
     """Changes deleted from Kafka before the stream read them: the stream stops in one line (exit 2),
     status shows the gap, accept-gap moves past it on the record, the stream applies what came after,
     and a re-snapshot makes the table equal the source again; a table added to the capture later is
     filled by a re-snapshot too."""
-    with running("rs3", 5413, kafka_bootstrap, mariadb, connect_worker, tmp_path) as (pipe, config, stream):
-        orders = lake_table(pipe.db, "orders")
-        caught_up(spark, pipe, config, 2, orders)
-        assert stream.proc is not None
-        stream.proc.terminate()
-        assert stream.proc.wait(timeout=120) == 0
-        pipe.sql(
-            [
-                f"UPDATE {pipe.db}.orders SET note = 'lost' WHERE id <= 20",
-                f"DELETE FROM {pipe.db}.orders WHERE id BETWEEN 21 AND 25",
-            ]
-        )
-        pipe.mark(3)  # in Kafka: then gone
-        topic = pipe.topic(pipe.db, "orders")
-        lose_records(pipe.kafka, topic)
-        pipe.sql([f"UPDATE {pipe.db}.orders SET note = 'after the gap' WHERE id BETWEEN 30 AND 35"])
+    orders = lake_table(pipe.db, "orders")
+    assert stream.proc is not None
+    stream.proc.terminate()
+    assert stream.proc.wait(timeout=120) == 0
+    pipe.sql(
+        [
+            f"UPDATE {pipe.db}.orders SET note = 'lost' WHERE id <= 20",
+            f"DELETE FROM {pipe.db}.orders WHERE id BETWEEN 21 AND 25",
+        ]
+    )
+    pipe.mark(6)  # in Kafka: then gone
+    topic = pipe.topic(pipe.db, "orders")
+    lose_records(pipe.kafka, topic)
+    pipe.sql([f"UPDATE {pipe.db}.orders SET note = 'after the gap' WHERE id BETWEEN 30 AND 35"])
 
-        stopped = cdc_delta(config, "stream", "--until-caught-up", timeout=300)
-        errors = [line for line in stopped.stderr.splitlines() if line.startswith("cdc-delta: error:")]
-        assert stopped.returncode == 2 and len(errors) == 1, stopped.stderr[-3000:]
-        assert f"{topic}[0] offsets " in errors[0] and f"of {orders.name} in them are lost" in errors[0], errors
-        assert f"cdc-delta accept-gap --config {config}" in errors[0] and "Traceback" not in stopped.stderr
-        status = cdc_delta(config, "status")
-        assert status.returncode == 1 and f"gap: {topic}[0] offsets " in status.stdout, status.stdout[-2000:]
+    stopped = cdc_delta(config, "stream", "--until-caught-up", timeout=300)
+    errors = [line for line in stopped.stderr.splitlines() if line.startswith("cdc-delta: error:")]
+    assert stopped.returncode == 2 and len(errors) == 1, stopped.stderr[-3000:]
+    assert f"{topic}[0] offsets " in errors[0] and f"of {orders.name} in them are lost" in errors[0], errors
+    assert f"cdc-delta accept-gap --config {config}" in errors[0] and "Traceback" not in stopped.stderr
+    status = cdc_delta(config, "status")
+    assert status.returncode == 1 and f"gap: {topic}[0] offsets " in status.stdout, status.stdout[-2000:]
 
-        accepted = cdc_delta(config, "accept-gap", timeout=300)
-        assert accepted.returncode == 0, accepted.stderr[-3000:]
-        assert (
-            f"accepted: {topic}[0] offsets " in accepted.stdout
-            and f"re-snapshot needed: {orders.name}" in accepted.stdout
-        )
-        status = cdc_delta(config, "status")
-        assert status.returncode == 1 and f"re-snapshot needed: {orders.name}: " in status.stdout, status.stdout
-        assert "gap: " not in status.stdout
+    accepted = cdc_delta(config, "accept-gap", timeout=300)
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    assert (
+        f"accepted: {topic}[0] offsets " in accepted.stdout and f"re-snapshot needed: {orders.name}" in accepted.stdout
+    )
+    status = cdc_delta(config, "status")
+    assert status.returncode == 1 and f"re-snapshot needed: {orders.name}: " in status.stdout, status.stdout
+    assert "gap: " not in status.stdout
 
-        stream.start()
-        wait_for(lambda: after_the_gap_applied(spark, pipe, config), 180, "the changes after the gap")
-        code, out = resnapshot(config, "--table", orders.name, "--delete-missing")
-        assert code == 0, out[-4000:]
-        caught_up(spark, pipe, config, 4, orders)
-        status = cdc_delta(config, "status")
-        assert status.returncode == 0, status.stdout[-2000:]
+    stream.start()
+    wait_for(lambda: after_the_gap_applied(spark, pipe, config), 180, "the changes after the gap")
+    code, out = resnapshot(config, "--table", orders.name, "--delete-missing")
+    assert code == 0, out[-4000:]
+    caught_up(spark, pipe, config, 7, orders)
+    status = cdc_delta(config, "status")
+    assert status.returncode == 0, status.stdout[-2000:]
 
-        # A table added to the capture later: its rows from before come by a re-snapshot of it alone.
-        client = pipe.client()
-        settings = client.config(pipe.connector) or {}
-        client.put_config(pipe.connector, {k: v for k, v in settings.items() if k != "table.exclude.list"})
-        time.sleep(5)  # the connector restarts with its new config
-        wait_for(lambda: connector_running(client, pipe.connector), 120, "the connector restarted")
-        late = lake_table(pipe.db, "late")
-        code, out = resnapshot(config, "--table", late.name)
-        assert code == 0, out[-4000:]
-        caught_up(spark, pipe, config, 5, orders, late)
+    # A table added to the capture later: its rows from before come by a re-snapshot of it alone.
+    client = pipe.client()
+    settings = client.config(pipe.connector) or {}
+    client.put_config(pipe.connector, {k: v for k, v in settings.items() if k != "table.exclude.list"})
+    time.sleep(5)  # the connector restarts with its new config
+    wait_for(lambda: connector_running(client, pipe.connector), 120, "the connector restarted")
+    late = lake_table(pipe.db, "late")
+    code, out = resnapshot(config, "--table", late.name)
+    assert code == 0, out[-4000:]
+    caught_up(spark, pipe, config, 8, orders, late)
 
 
 def connector_running(client: Any, name: str) -> bool:
@@ -351,4 +368,16 @@ def lose_records(bootstrap: str, topic: str) -> None:
 
 def after_the_gap_applied(spark: SparkSession, pipe: Pipeline, config: Path) -> bool:
     rows = pipe.live_rows(spark, config, lake_table(pipe.db, "orders"))
-    return rows is not None and rows.where("note = 'after the gap'").count() == 6
+    return rows is not None and rows.where("note = 'after the gap'").count() == live_count(
+        pipe, "note = 'after the gap'"
+    )
+
+
+def live_count(pipe: Pipeline, condition: str) -> int:
+    conn = pipe.mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {pipe.db}.orders WHERE {condition}")
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
