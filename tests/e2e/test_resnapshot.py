@@ -172,15 +172,20 @@ def running(
             stream.kill9()
 
 
-def live_id(pipe: Pipeline, condition: str) -> int:
-    """A key the source's orders hold now, taken by ``condition``."""
+def source_orders(pipe: Pipeline, aggregate: str, condition: str) -> int:
+    """``aggregate`` (``MIN(id)``, ``COUNT(*)``) over the source's orders that ``condition`` takes, now."""
     conn = pipe.mariadb.connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(f"SELECT MIN(id) FROM {pipe.db}.orders WHERE {condition}")
+            cur.execute(f"SELECT {aggregate} FROM {pipe.db}.orders WHERE {condition}")
             return int(cur.fetchone()[0])
     finally:
         conn.close()
+
+
+def live_id(pipe: Pipeline, condition: str) -> int:
+    """A key the source's orders hold now, taken by ``condition``."""
+    return source_orders(pipe, "MIN(id)", condition)
 
 
 def equal_now(spark: SparkSession, pipe: Pipeline, config: Path, table: LakeTable) -> bool:
@@ -368,16 +373,5 @@ def lose_records(bootstrap: str, topic: str) -> None:
 
 def after_the_gap_applied(spark: SparkSession, pipe: Pipeline, config: Path) -> bool:
     rows = pipe.live_rows(spark, config, lake_table(pipe.db, "orders"))
-    return rows is not None and rows.where("note = 'after the gap'").count() == live_count(
-        pipe, "note = 'after the gap'"
-    )
-
-
-def live_count(pipe: Pipeline, condition: str) -> int:
-    conn = pipe.mariadb.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT COUNT(*) FROM {pipe.db}.orders WHERE {condition}")
-            return int(cur.fetchone()[0])
-    finally:
-        conn.close()
+    after = "note = 'after the gap'"
+    return rows is not None and rows.where(after).count() == source_orders(pipe, "COUNT(*)", after)
