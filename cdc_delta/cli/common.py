@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
 
 from cdc_delta.config import AppConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from cdc_delta.lease import Holder, Role
 
 logger = logging.getLogger("cdc_delta.cli")
 
@@ -19,6 +23,20 @@ def spark_for(config: AppConfig, extra: dict[str, str] | None = None) -> SparkSe
     from cdc_delta.spark_session import build_session
 
     return build_session(config.spark, extra)
+
+
+@contextmanager
+def leases(
+    config: AppConfig, roles: list[Role], command: str, on_lost: Callable[[Holder], Any] | None = None
+) -> Iterator[None]:
+    """Hold the leases of ``roles`` in the lake for the block (:mod:`cdc_delta.lease`): a second process
+    of the same app on the same lake is refused, naming the holder."""
+    from cdc_delta.lease import Lease
+
+    with ExitStack() as held:
+        for role in roles:
+            held.enter_context(Lease(config, role, command, on_lost))
+        yield
 
 
 def dash(value: object) -> str:

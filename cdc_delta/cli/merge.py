@@ -6,14 +6,16 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cdc_delta.cli.common import add_config_argument, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, leases, logger, spark_for
 from cdc_delta.cli.stream import caught_up_exit, print_stopped
-from cdc_delta.config import load_config
+from cdc_delta.config import AppConfig, load_config
+from cdc_delta.exceptions import EXIT_CONFIG
 
 if TYPE_CHECKING:
     from cdc_delta.merger import Merger
     from cdc_delta.merger.results import RoundResult
     from cdc_delta.metrics.merge import MergeMetrics
+    from cdc_delta.stream.query import GracefulStop
 
 
 class _JobMetrics:
@@ -35,10 +37,31 @@ class _JobMetrics:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from cdc_delta.merger import Merger
     from cdc_delta.stream.query import GracefulStop
 
     config = load_config(args.config)
+    stop = GracefulStop("merge round", hand_back=True)
+    lost: list[str] = []
+
+    def taken_over(holder: Any) -> None:
+        lost.append(holder.describe())
+        stop.requested.set()
+
+    with leases(config, ["merge"], "merge", taken_over):
+        code = _merge(args, config, stop)
+    if lost:
+        print(
+            f"cdc-delta: error: stopped: another process took this merger's lease over ({lost[0]}); "
+            "run one merger per app and lake",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    return code
+
+
+def _merge(args: argparse.Namespace, config: AppConfig, stop: GracefulStop) -> int:
+    from cdc_delta.merger import Merger
+
     hazard = config.second_writer_hazard()
     if hazard:
         logger.warning("merge: %s", hazard)
@@ -53,7 +76,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
         metrics.tables_known([t.name for t in config.listed_tables])
         server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
     try:
-        stop = GracefulStop("merge round", hand_back=True)
         stop.install()
         merger = Merger(spark_for(config), config)
         try:

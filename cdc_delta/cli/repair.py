@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cdc_delta.cli.common import add_config_argument, spark_for
+from cdc_delta.cli.common import add_config_argument, leases, spark_for
 from cdc_delta.config import load_config
 from cdc_delta.exceptions import EXIT_ATTENTION
 
@@ -27,7 +27,8 @@ def cmd_accept_gap(args: argparse.Namespace) -> int:
     from cdc_delta.stream.accept_gap import accept_gap
 
     config = load_config(args.config)
-    accepted = accept_gap(spark_for(config), config)
+    with leases(config, ["stream"], "accept-gap"):  # the stream holds the checkpoint this moves aside
+        accepted = accept_gap(spark_for(config), config)
     if accepted is None:
         print("no gap: the stream reads nothing Kafka has deleted; nothing to accept")
         return 0

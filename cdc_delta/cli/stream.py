@@ -7,7 +7,7 @@ import re
 import sys
 from typing import Any, TextIO
 
-from cdc_delta.cli.common import add_config_argument, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, leases, logger, spark_for
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.config.kafka import require_subscription
 from cdc_delta.exceptions import EXIT_CONFIG
@@ -15,13 +15,35 @@ from cdc_delta.kafka.gaps import CONFIG_PLACEHOLDER, KafkaGap
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
-    from pyspark.errors import StreamingQueryException
-
-    from cdc_delta.merger import merging_for
-    from cdc_delta.stream.query import GracefulStop, run_until_stopped, start_stream
+    from cdc_delta.stream.query import GracefulStop
 
     config = load_config(args.config)
     require_subscription(config.kafka)
+    stop = GracefulStop()
+    lost: list[str] = []
+
+    def taken_over(holder: Any) -> None:
+        lost.append(holder.describe())
+        stop.requested.set()
+
+    with leases(config, ["stream", "merge"] if config.merge.in_stream else ["stream"], "stream", taken_over):
+        code = _stream(args, config, stop)
+    if lost:
+        print(
+            f"cdc-delta: error: stopped: another process took this stream's lease over ({lost[0]}); "
+            "run one stream per app and lake",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    return code
+
+
+def _stream(args: argparse.Namespace, config: AppConfig, stop: Any) -> int:
+    from pyspark.errors import StreamingQueryException
+
+    from cdc_delta.merger import merging_for
+    from cdc_delta.stream.query import run_until_stopped, start_stream
+
     metrics, server = None, None
     if config.metrics.port is not None:
         from cdc_delta.metrics.server import MetricsServer
@@ -29,7 +51,6 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
         metrics = StreamMetrics(config)
         server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
-    stop = GracefulStop()
     stop.install()
     kafka, watch = config.kafka, None
     if not kafka.raw_security:

@@ -59,6 +59,10 @@ class StorageConfig(Frozen):
     """Dead-letter Delta table; default ``<root>/_cdc_dead_letters``."""
     checkpoint_root: str | None = None
     """Streaming checkpoints; default ``<root>/_cdc_checkpoints``."""
+    lease_timeout_seconds: int = Field(default=60, ge=5)
+    """The stream and the merge job each hold a lease in the lake (``<root>/_cdc_leases``), renewed every
+    sixth of this: a second one is refused while the holder lives; a lease not renewed for this long (its
+    holder killed, its host lost) is taken over. Keep it above the clock skew between hosts."""
 
     @field_validator("root", "dead_letter_path", "checkpoint_root")
     @classmethod

@@ -1,29 +1,25 @@
 """Moving the stream past a gap in Kafka, explicitly and on the record (``cdc-delta accept-gap``).
 
-With the stream stopped: the gaps are found where the stream would read next (its checkpoint's position,
-else its consumer group's), recorded in the repair log (:mod:`cdc_delta.delta.repair_log`: the offsets
-lost, the tables they fed, when), the consumer group is set to where the stream stood on every other
-partition and to the first offset Kafka holds on a gapped one, and the checkpoint is moved aside, so that
-the next start takes the group's offsets under a new epoch (:mod:`.checkpoint`). Nothing but the
-recorded ranges is skipped; the tables they fed need a re-snapshot, which ``status`` shows until one is
-recorded."""
+With the stream stopped (the command holds the stream's lease, :mod:`cdc_delta.lease`): the gaps are
+found where the stream would read next (its checkpoint's position, else its consumer group's), recorded
+in the repair log (:mod:`cdc_delta.delta.repair_log`: the offsets lost, the tables they fed, when), the
+consumer group is set to where the stream stood on every other partition and to the first offset Kafka
+holds on a gapped one, and the checkpoint is moved aside, so that the next start takes the group's
+offsets under a new epoch (:mod:`.checkpoint`). Nothing but the recorded ranges is skipped; the tables
+they fed need a re-snapshot, which ``status`` shows until one is recorded."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.table_index import discovered, tables_of_topics
 from cdc_delta.config import AppConfig
-from cdc_delta.config.durations import interval_micros
 from cdc_delta.delta import repair_log
-from cdc_delta.delta.delta_rs import open_table
 from cdc_delta.kafka.client import brokers
 from cdc_delta.kafka.gaps import Gap, KafkaGap, gaps_at
 from cdc_delta.kafka.offsets import commit_group_offsets, partition_lag
@@ -40,28 +36,10 @@ class AcceptedGap:
     checkpoint_moved_to: str | None
 
 
-QUIET_S = 30.0
-"""How long the changelog must have had no landing for the stream to count as stopped (at least three
-trigger intervals). An idle stream lands nothing: this catches a stream at work, not every one."""
-
-
-def _running(config: AppConfig) -> str | None:
-    """Why the stream seems to run (a landing within the last few trigger intervals), or None."""
-    changelog = open_table(config, config.changelog.located(config.storage.root))
-    if changelog is None:
-        return None
-    newest: dict[str, Any] = next(iter(changelog.history(1)), {})
-    age = time.time() - int(newest.get("timestamp", 0)) / 1000
-    quiet = max(QUIET_S, 3 * interval_micros(config.trigger_interval) / 1e6)
-    return f"the changelog had a landing {age:.0f}s ago" if age < quiet else None
-
-
 def accept_gap(spark: SparkSession, config: AppConfig) -> AcceptedGap | None:
-    """Move past the gaps where the stream would read next; None where there is none. Refused while the
-    stream seems to run: it holds the checkpoint this moves aside."""
-    running = _running(config)
-    if running:
-        raise KafkaGap(f"the stream seems to be running ({running}): stop it, then run accept-gap again")
+    """Move past the gaps where the stream would read next; None where there is none. Run holding the
+    stream's lease (``cdc-delta accept-gap`` takes it): a running stream holds the checkpoint this moves
+    aside."""
     kafka = config.kafka
     lags = partition_lag(brokers(kafka), config.app_id, list(kafka.topics), kafka.topic_pattern)
     location = checkpoint_location(config)

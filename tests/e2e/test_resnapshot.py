@@ -302,6 +302,9 @@ def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stre
     filled by a re-snapshot too."""
     orders = lake_table(pipe.db, "orders")
     assert stream.proc is not None
+    refused = cdc_delta(config, "accept-gap", timeout=120)  # the running stream holds the checkpoint it moves
+    assert refused.returncode == 2 and f"a stream of app e2e-{pipe.db} already runs" in refused.stderr, refused.stderr
+    assert f"stream pid {stream.proc.pid} on " in refused.stderr
     stream.proc.terminate()
     assert stream.proc.wait(timeout=120) == 0
     pipe.sql(
