@@ -20,7 +20,8 @@ shows none)."""
 
 def with_pending(config: AppConfig, tables: list[TableStatus]) -> list[TableStatus]:
     """``tables`` with their pending changes, counted in one pass over the landings past theirs."""
-    pending = pending_changes(config, {t.table: -1 if t.merged_seq is None else t.merged_seq for t in tables})
+    readable = [t for t in tables if t.version is not None or t.unreadable is None]  # the torn: pending unknown
+    pending = pending_changes(config, {t.table: -1 if t.merged_seq is None else t.merged_seq for t in readable})
     return [dataclasses.replace(t, **pending[t.table]) if t.table in pending else t for t in tables]
 
 

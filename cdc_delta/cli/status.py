@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_delta.cli.common import add_config_argument, dash
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.exceptions import EXIT_ATTENTION
+from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_UNAVAILABLE
 
 if TYPE_CHECKING:
     from cdc_delta.delta.status import TableStatus
     from cdc_delta.kafka.gaps import Gap
     from cdc_delta.kafka.offsets import PartitionLag
+    from cdc_delta.lease import Holder
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class Status:
     """Records Kafka deleted before the stream read them (where its consumer group stands)."""
     resnapshot_needed: dict[str, dt.datetime] = dataclasses.field(default_factory=dict)
     """Tables a gap accepted touched, with no re-snapshot since: when their last gap was accepted."""
+    holders: dict[str, Holder | None] = dataclasses.field(default_factory=dict)
+    """Who holds the lease of the stream and of the merger (:mod:`cdc_delta.lease`), alive or not."""
+    kafka_unreachable: str | None = None
+    """Why the brokers could not be asked (the lake's side is shown all the same); None when they were."""
 
     @property
     def total_lag(self) -> int:
@@ -41,6 +46,8 @@ class Status:
     def problems(self, max_lag: int | None, max_merge_lag_s: float | None) -> list[str]:
         """What needs attention, one line each."""
         out = []
+        if self.kafka_unreachable is not None:
+            out.append(f"kafka: {self.kafka_unreachable} (lag and gaps unknown; the lake's side is shown)")
         for gap in self.gaps:
             out.append(
                 f"gap: {gap.range()} ({gap.records} records) deleted by Kafka before the stream read them: the "
@@ -69,16 +76,31 @@ def read_status(config: AppConfig) -> Status:
     from cdc_delta.changelog.table_index import indexed_without_spark
     from cdc_delta.delta import repair_log
     from cdc_delta.delta.status import dead_letter_count, table_status
+    from cdc_delta.exceptions import KafkaUnavailable
     from cdc_delta.kafka.client import brokers
     from cdc_delta.kafka.gaps import gaps_at
     from cdc_delta.kafka.offsets import partition_lag
+    from cdc_delta.lease import holder_of
 
-    kafka = config.kafka
-    lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
+    kafka, unreachable = config.kafka, None
+    try:
+        lags = partition_lag(brokers(kafka), config.app_id, kafka.topics, kafka.topic_pattern)
+    except KafkaUnavailable as exc:
+        lags, unreachable = [], str(exc)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
     tables = with_pending(config, table_status(config, indexed_without_spark(config).tables()))
     needed = repair_log.resnapshot_needed(repair_log.entries(config))
-    return Status(lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed)
+    holders: dict[str, Holder | None] = {role: holder_of(config, role) for role in ("stream", "merge")}
+    return Status(lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed, holders, unreachable)
+
+
+def lease_line(config: AppConfig, role: str, holder: Holder | None) -> str:
+    """Whether the stream or the merger runs, and where: from its lease."""
+    if holder is None:
+        return f"{role}: not running (no lease held)"
+    if holder.alive(config.storage.lease_timeout_seconds):
+        return f"{role}: running: {holder.describe()}"
+    return f"{role}: not running: the lease of {holder.describe()} was not released (taken over at the next start)"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -89,12 +111,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(as_json(config, status, problems), indent=2, default=str))
     else:
         print_text(config, status, problems)
+    if status.kafka_unreachable is not None:
+        return EXIT_UNAVAILABLE
     return EXIT_ATTENTION if problems else 0
 
 
 def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str, Any]:
     return {
         "app_id": config.app_id,
+        "kafka": {"reachable": status.kafka_unreachable is None, "error": status.kafka_unreachable},
         "partitions": [
             {
                 "topic": lag.topic,
@@ -113,6 +138,12 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
         "tables": [dataclasses.asdict(st) for st in status.tables],
         "dead_letters": status.dead_letters,
         "resnapshot_needed": sorted(status.resnapshot_needed),
+        "leases": {
+            role: None
+            if holder is None
+            else {**dataclasses.asdict(holder), "alive": holder.alive(config.storage.lease_timeout_seconds)}
+            for role, holder in status.holders.items()
+        },
         "problems": problems,
     }
 
@@ -152,6 +183,9 @@ def print_text(config: AppConfig, status: Status, problems: list[str]) -> None:
             f"(merge.max_delay_seconds {config.merge.max_delay_seconds:g}; the live views in `cdc-delta sql` "
             "include them)"
         )
+    for role, holder in status.holders.items():
+        if role == "stream" or holder is not None or not config.merge.in_stream:
+            print(lease_line(config, role, holder))
     for line in problems:
         print(line)
     dead = status.dead_letters

@@ -6,6 +6,7 @@ statistics, without Spark, so that ``cdc-delta status`` answers in seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +14,12 @@ from typing import Any
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, TableConfig, is_uri
+from cdc_delta.delta import stop_records
 from cdc_delta.delta.commits import StreamCommit, merge_txn_app_id, parse_commit
 from cdc_delta.delta.delta_rs import count, open_table, read
 from cdc_delta.delta.registry import parse_registration, registry_file, registry_path
 from cdc_delta.delta.tables import STOPPED_PROPERTY, STOPPED_REASON_PROPERTY
+from cdc_delta.exceptions import one_line
 
 HISTORY_DEPTH = 50
 """Commits read back to find the stream's last one (maintenance commits come between)."""
@@ -56,6 +59,19 @@ def table_status(config: AppConfig, tables: list[TableConfig]) -> list[TableStat
 
 
 def _one(config: AppConfig, name: str, path: str) -> TableStatus:
+    """One table's state; a table whose Delta log cannot be read (a torn commit file, a permission) is
+    one that says why, never the end of ``status``."""
+    recorded = stop_records.recorded(config, name)  # a stop the table could not hold
+    try:
+        status = _read_one(config, name, path)
+    except Exception as exc:  # noqa: BLE001 (reported per table: the others are still shown)
+        status = TableStatus(name, unreadable=f"its Delta log at {path} cannot be read: {one_line(exc)}")
+    if recorded is not None and status.stopped_reason is None:
+        status = dataclasses.replace(status, stopped_reason=recorded)
+    return status
+
+
+def _read_one(config: AppConfig, name: str, path: str) -> TableStatus:
     import pyarrow.compute as pc
 
     table = open_table(config, path)

@@ -21,6 +21,7 @@ from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, KeyNotKnown, TableConfig
 from cdc_delta.decode.decoded import field, is_dead, is_row_event
+from cdc_delta.delta import stop_records
 from cdc_delta.delta.commits import Commit, StreamCommit, merge_txn_app_id, merged_through, txn_app_id, txn_version
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
 from cdc_delta.delta.hold import stream_hold, wait_while_held
@@ -105,6 +106,12 @@ class TableApplier:
         """The newest landing the table holds (-1: none, or no table yet)."""
         if name not in self._merged:
             path = self.config.table_path(name)
+            recorded = stop_records.recorded(self.config, name)
+            if recorded is not None:  # stopped where the table could not hold its flag: not read again
+                self._states[path] = TableState(True, stopped=True, stopped_reason=recorded)
+                self._stopped[name] = recorded
+                self._merged[name] = -1
+                return -1
             state = self._states.get(path) or self._read_state(spark, name, path)
             self._states[path] = state
             if state.stopped:
@@ -245,6 +252,7 @@ class TableApplier:
                 reason = str(gone)
             except Exception:  # noqa: BLE001 (the table's own failure is the reason given)
                 logger.debug("table %s: state not readable after its failure", work.name, exc_info=True)
+                self._record_stop(work.name, reason)
             else:
                 self._mark_stopped(spark, work.name, path, reason)
         logger.error("%s (%d changes pending)", reason, work.events)
@@ -262,6 +270,15 @@ class TableApplier:
         except Exception as exc:  # noqa: BLE001 (its changes stay pending either way)
             if fails_the_batch(spark, exc):
                 raise
+            logger.debug("table %s: cannot flag it stopped: %s", name, one_line(exc))
+            self._record_stop(name, reason)
+
+    def _record_stop(self, name: str, reason: str) -> None:
+        """Record the stop in the lake (:mod:`~cdc_delta.delta.stop_records`) where the table cannot hold it;
+        where even that fails, the table stays stopped for this process only."""
+        try:
+            stop_records.record(self.config, name, reason)
+        except Exception as exc:  # noqa: BLE001 (its changes stay pending either way)
             logger.error(
                 "table %s: cannot record that it is stopped (%s); it stops until restarted", name, one_line(exc)
             )

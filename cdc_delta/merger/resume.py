@@ -8,6 +8,7 @@ import logging
 from pyspark.sql import SparkSession
 
 from cdc_delta.config import AppConfig
+from cdc_delta.delta import stop_records
 from cdc_delta.delta.registry import TableRegistry, registry_path
 from cdc_delta.delta.tables import clear_stopped
 from cdc_delta.rows.target import table_state
@@ -18,10 +19,13 @@ logger = logging.getLogger(__name__)
 def resume_table(spark: SparkSession, config: AppConfig, name: str) -> list[str]:
     """Resume table ``name``; returns what was done, one line each (empty: it was not stopped)."""
     path = config.table_path(name)
+    done = []
+    recorded = stop_records.clear(config, name)  # a stop the table could not hold (its log unreadable then)
+    if recorded is not None:
+        done.append(f"table {name}: stop record cleared (it was: {recorded})")
     state = table_state(spark, path)
     registry = TableRegistry(spark, registry_path(config))
     known = registry.get(name)
-    done = []
     if known is not None and known.table_id != state.table_id:
         registry.replace(name, path, state.table_id)
         if state.table_id is None:

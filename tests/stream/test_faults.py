@@ -141,6 +141,7 @@ BRACES = source("db", "braces", "{text}", "name")
 ODD = ("a.b", "it's", 'say"hi"', "ü名🙂", "$c", "x\\y")
 NAMES = source("db", "names", *ODD)
 GONE = source("db", "gone", "name")
+TORN = source("db", "torn", "name")
 
 
 @dataclass
@@ -156,9 +157,8 @@ class Lake:
 def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[Lake]:
     folder = tmp_path_factory.mktemp("faults")
     src = Source("fault1")
-    tables = [
-        {"name": f"db.{t.table}", "topics": [src.topic(t)], "key": ["id"]} for t in (GOOD, BROKEN, BRACES, NAMES, GONE)
-    ]
+    every = (GOOD, BROKEN, BRACES, NAMES, GONE, TORN)
+    tables = [{"name": f"db.{t.table}", "topics": [src.topic(t)], "key": ["id"]} for t in every]
     config = write_config(folder, kafka_bootstrap, src.server, tables)
     lk = Lake(src, config, load_config(config, env={}))
 
@@ -170,6 +170,7 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     first += [src.change(BRACES, "c", {"id": 1, "{text}": "t", "name": "n"})]
     first += [src.change(NAMES, "c", {"id": i, **{n: f"{n}={i}" for n in ODD}}) for i in (1, 2)]
     first += [src.change(GONE, "c", {"id": i, "name": f"v{i}"}) for i in (1, 2, 3)]
+    first += [src.change(TORN, "c", {"id": i, "name": f"t{i}"}) for i in (1, 2)]
     send(kafka_bootstrap, first)
     lk.runs["first"] = stream(config)
     lk.seen["first_dead"] = len(dead_letters(spark, lk.cfg))
@@ -185,9 +186,14 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     gone_path = Path(lk.cfg.storage.table_path(lk.cfg.table("db.gone")))
     shutil.copytree(gone_path, folder / "gone-backup")
     shutil.rmtree(gone_path)
+    # A table whose Delta log ends in a half-written commit file (a writer killed mid-put on a store that
+    # shows partial files).
+    torn_log = Path(lk.cfg.storage.table_path(lk.cfg.table("db.torn"))) / "_delta_log"
+    torn = torn_log / f"{len(list(torn_log.glob('*.json'))):020d}.json"
+    torn.write_text('{"commitInfo":{"timestamp":17')
     later = [src.change(BROKEN, "u", {"id": i, "name": f"b{i}b"}) for i in (1, 2)]
     later += [src.change(GONE, "u", {"id": 1, "name": "v1b"}), src.change(GONE, "c", {"id": 4, "name": "v4"})]
-    later += [src.change(GOOD, "c", {"id": 4, "name": "g4"})]
+    later += [src.change(GOOD, "c", {"id": 4, "name": "g4"}), src.change(TORN, "u", {"id": 1, "name": "t1b"})]
     send(kafka_bootstrap, later)
     lk.runs["faults"] = stream(config)
     lk.seen["gone_exists"] = gone_path.exists()
@@ -200,6 +206,8 @@ def lake(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, spark: 
     for data in lost_files.iterdir():
         shutil.move(data, broken_path / data.name)
     lk.runs["resume"] = cli(config, "resume-table", "--table", "db.broken")
+    torn.unlink()
+    lk.runs["resume_torn"] = cli(config, "resume-table", "--table", "db.torn")
     shutil.copytree(folder / "gone-backup", gone_path)
     lk.runs["restored"] = stream(config)
     # 4. A restart with nothing new reads nothing again (not the poison record either) and writes nothing.
@@ -227,7 +235,7 @@ def test_a_poison_record_is_a_dead_letter_and_the_batch_goes_on(spark: Any, lake
 
 def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake: Lake) -> None:
     run = lake.runs["faults"]
-    caught_up_but_for(run, "db.braces", "db.broken", "db.gone")
+    caught_up_but_for(run, "db.braces", "db.broken", "db.gone", "db.torn")
     stopped = [line for line in run.log.splitlines() if "table db.broken failed: " in line]
     assert stopped, run.log[-3000:]
     assert "does not exist" in stopped[0] or "FileNotFound" in stopped[0], stopped[0]
@@ -249,7 +257,8 @@ def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake:
     assert tables["db.broken"]["stopped_reason"].startswith("table db.broken failed: ")
     assert tables["db.broken"]["pending"] == 2 and tables["db.good"]["stopped_reason"] is None
     assert sum(t["pending"] for t in tables.values()) == 8 and reported["dead_letters"] == 1
-    assert [p.split(":")[0] for p in reported["problems"]] == ["stopped", "unreadable", "stopped", "stopped"]
+    problems = [p.split(":")[0] for p in reported["problems"]]
+    assert problems == ["stopped", "unreadable", "stopped", "stopped", "stopped", "unreadable"], problems
     gone = lake.cfg.storage.table_path(lake.cfg.table("db.gone"))
     assert tables["db.gone"]["stopped_reason"].endswith(
         f"but there is no Delta table at {gone} now: the stream stops it; restore the table from a backup, or "
@@ -264,6 +273,25 @@ def test_a_failing_table_stops_alone_and_resumes_after_its_fix(spark: Any, lake:
     assert table_rows(spark, lake.cfg, "db.broken") == expected(lake.src, BROKEN)
     # Nothing went to the dead letters but the poison record.
     assert lake.seen["first_dead"] == 1 and len(dead_letters(spark, lake.cfg)) == 1
+
+
+def test_a_table_with_a_torn_log_stops_alone_is_shown_by_status_and_resumes_as_its_stop_said(
+    spark: Any, lake: Lake
+) -> None:
+    """Its stop cannot be written to the table (its log cannot be read): it is recorded in the lake, so that
+    status shows why and resume-table finds it; status shows the other tables all the same."""
+    stopped = [line for line in lake.runs["faults"].log.splitlines() if "table db.torn failed: " in line]
+    assert stopped and "resume-table --table db.torn" in stopped[0], lake.runs["faults"].log[-3000:]
+    path = lake.cfg.storage.table_path(lake.cfg.table("db.torn"))
+    status = lake.runs["status"].log
+    assert f"unreadable: db.torn: its Delta log at {path} cannot be read: " in status, status
+    assert "stopped: db.torn: table db.torn failed: " in status, status
+    good = next(line.split() for line in status.splitlines() if line.startswith("db.good "))
+    assert good[-2:] == ["4", "1"], good  # the others shown: 4 rows, 1 soft-deleted
+    resumed = lake.runs["resume_torn"]
+    assert resumed.code == 0 and "table db.torn: stop record cleared (it was: table db.torn failed: " in resumed.log
+    caught_up_but_for(lake.runs["restored"], "db.braces")
+    assert table_rows(spark, lake.cfg, "db.torn") == expected(lake.src, TORN)
 
 
 def test_a_table_deleted_under_the_stream_is_not_recreated(spark: Any, lake: Lake) -> None:
@@ -294,7 +322,7 @@ def test_any_column_name_decodes_or_stops_only_its_table(spark: Any, lake: Lake)
 def test_after_the_faults_the_lake_equals_the_source_and_a_restart_changes_nothing(spark: Any, lake: Lake) -> None:
     last = lake.runs["last"]
     caught_up_but_for(last, "db.braces")
-    for table in (GOOD, BROKEN, NAMES, GONE):
+    for table in (GOOD, BROKEN, NAMES, GONE, TORN):
         assert table_rows(spark, lake.cfg, f"db.{table.table}") == expected(lake.src, table), table.table
     assert "cdc_delta.stream.query: batch" not in last.log
 
