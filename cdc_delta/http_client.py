@@ -1,7 +1,8 @@
 """HTTP to the services the commands use (Kafka Connect, a schema registry), in one place: auth, TLS,
 timeouts, and retries with a bounded backoff.
 
-A server that cannot be reached (connection refused, timeout), or whose answer :meth:`HttpClient.retry_answer`
+A TLS handshake that fails is named as such at once (:meth:`HttpClient.tls_failure`: the setting to fix,
+exit 2). A server that cannot be reached (connection refused, timeout), or whose answer :meth:`HttpClient.retry_answer`
 calls passing, is retried for the section's ``retry_seconds``; then :meth:`HttpClient.unreachable`
 names the URL. Any other answer of 400 and above becomes :meth:`HttpClient.error`.
 """
@@ -9,6 +10,7 @@ names the URL. Any other answer of 400 and above becomes :meth:`HttpClient.error
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +18,19 @@ from typing import Any
 import requests
 
 from cdc_delta.config.http_service import HttpServiceConfig
-from cdc_delta.exceptions import CdcDeltaError
+from cdc_delta.exceptions import CdcDeltaError, ConfigError
 
 logger = logging.getLogger(__name__)
 
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 5.0
+
+
+def _tls_reason(exc: Exception) -> str:
+    """The SSL library's own words from a requests SSLError (wrapped in urllib3's retry error)."""
+    text = str(exc)
+    found = re.search(r"\[SSL: \w+\] ([^\]]+?)(?: \(_ssl\.c:\d+\))", text)
+    return found.group(1) if found else text[:200]
 
 
 def server_message(response: requests.Response) -> str:
@@ -68,6 +77,22 @@ class HttpClient:
             f"cannot reach {self.url} ({type(exc).__name__}) after retrying for {self.config.retry_seconds:g}s"
         )
 
+    def tls_failure(self, exc: Exception) -> CdcDeltaError:
+        """The error of a TLS handshake that failed (an untrusted or wrong certificate, TLS against a plain
+        port): the setting to fix, not an unreachable server."""
+        section = self.config.SECTION
+        reason = _tls_reason(exc)
+        if "certificate verify failed" in reason or "self-signed" in reason or "self signed" in reason:
+            fix = (
+                f"the server's certificate is not trusted: set {section}.verify to the CA file that signed it "
+                f"(now {self.config.verify!r})"
+            )
+        elif "wrong version number" in reason or "record layer failure" in reason or "packet length" in reason:
+            fix = f"the server does not speak TLS there: check {section}.url (http:// or https://, and the port)"
+        else:
+            fix = f"check {section}.url, {section}.verify and {section}.client_cert"
+        return ConfigError(f"TLS handshake with {self.url} failed ({reason}): {fix}")
+
     def error(self, response: requests.Response, what: str, subject: str | None) -> CdcDeltaError:
         """The exception for an answer of 400 or above to ``what`` (e.g. ``GET /schemas/ids/3``)."""
         return self.failure(f"{what} failed with HTTP {response.status_code}: {server_message(response)}")
@@ -89,8 +114,16 @@ class HttpClient:
         while True:
             try:
                 response = self.session.request(
-                    method, self.url + path, json=body, params=params, timeout=self.config.timeout_seconds
+                    method,
+                    self.url + path,
+                    json=body,
+                    params=params,
+                    timeout=self.config.timeout_seconds,
+                    # given per request: requests lets REQUESTS_CA_BUNDLE override the session's own CA file
+                    verify=self.session.verify,
                 )
+            except requests.exceptions.SSLError as exc:  # a ConnectionError to requests; not retried: it lasts
+                raise self.tls_failure(exc) from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if time.monotonic() + delay > deadline:
                     raise self.unreachable(exc) from None

@@ -59,7 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     for group in (check_config, stream, merge, tables, repair, sql, status, jobs, connectors, demo, jvm):
         group.add_commands(sub)
+    _verbose_anywhere(parser)
     return parser
+
+
+def _verbose_anywhere(parser: argparse.ArgumentParser) -> None:
+    """Accept ``-v`` after the command too (``cdc-delta stream --config c.yaml -v``), at every level."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                verbose = "debug logging, with tracebacks"
+                command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose)
+                _verbose_anywhere(command)
 
 
 class Stopped(BaseException):

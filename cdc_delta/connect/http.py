@@ -3,7 +3,8 @@ retries and errors.
 
 - 409 (a rebalance or a concurrent config change in progress), and 500 "a rebalance is expected"
   (what a worker answers a GET while it rebalances), are retried like an unreachable worker, then
-  :class:`ConnectorConflict`.
+  :class:`ConnectorConflict`; any other 5xx (a worker restarting, a proxy in front of it) is retried
+  too, then :class:`ConnectUnavailable` (exit 69: often transient, restart later).
 - Every other answer of 400 and above becomes an exception in :func:`error_for` (404 naming the
   connector, the rest carrying the worker's own message), which a caller may replace.
 """
@@ -39,8 +40,12 @@ def error_for(response: requests.Response, what: str, connector: str | None) -> 
     if rebalancing(response):
         code = response.status_code
         return ConnectorConflict(f"{what}: the Connect cluster is rebalancing or busy (HTTP {code}): {message}")
-    hint = " (the cause is in the Connect worker's log)" if response.status_code >= 500 else ""
-    return ConnectorError(f"{what} failed with HTTP {response.status_code}: {message}{hint}")
+    if response.status_code >= 500:
+        return ConnectUnavailable(
+            f"{what} failed with HTTP {response.status_code}: {message} (retried for connect.retry_seconds; the "
+            "cause is in the Connect worker's log)"
+        )
+    return ConnectorError(f"{what} failed with HTTP {response.status_code}: {message}")
 
 
 class ConnectHttp(HttpClient):
@@ -59,7 +64,7 @@ class ConnectHttp(HttpClient):
         self._errors = errors
 
     def retry_answer(self, response: requests.Response) -> bool:
-        return rebalancing(response)
+        return rebalancing(response) or response.status_code >= 500
 
     def unreachable(self, exc: Exception) -> CdcDeltaError:
         return ConnectUnavailable(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import socket
@@ -160,15 +161,40 @@ def _stopped_while_waiting(config: Path, *args: str) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-@pytest.mark.parametrize("command", ["status", "stream"])
-def test_an_unreachable_broker_is_one_line_naming_it(command: str, tmp_path: Path) -> None:
+def test_an_unreachable_broker_is_one_line_naming_it(tmp_path: Path) -> None:
     nowhere = f"127.0.0.1:{free_port()}"
-    run = _cli(_config(tmp_path, kafka={"bootstrap_servers": nowhere, "startup_timeout_seconds": 3}), command)
+    config = _config(tmp_path, kafka={"bootstrap_servers": nowhere, "startup_timeout_seconds": 3})
+    run = _cli(config, "stream")
     assert run.returncode == 69  # unavailable: restart later
     assert run.stdout == ""
     (line,) = run.stderr.splitlines()  # one line, no librdkafka chatter, no traceback
     assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} ")
     assert line.endswith("is the broker running? Check kafka.bootstrap_servers")
+    # status shows the lake's side all the same, Kafka's marked unreachable, and exits 69
+    for args in (["status"], ["status", "--json"]):
+        status = _cli(config, *args)
+        assert status.returncode == 69 and status.stderr == "", status.stderr
+        assert f"kafka: cannot reach Kafka at {nowhere} " in status.stdout, status.stdout
+        assert "a.b" in status.stdout and "stream: not running (no lease held)" in status.stdout or "--json" in args
+    reported = json.loads(status.stdout)
+    assert reported["kafka"]["reachable"] is False and [t["table"] for t in reported["tables"]] == ["a.b"]
+    assert reported["leases"] == {"stream": None, "merge": None}
+
+
+def test_verbose_is_taken_before_and_after_the_command(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.yaml")
+    command = ["connectors", "status", "--config", missing]
+    for args in (["-v", *command], [*command, "-v"]):
+        run = subprocess.run([sys.executable, "-m", "cdc_delta.cli", *args], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2 and "Traceback" in run.stderr, (args, run.stderr)
+        assert run.stderr.rstrip().splitlines()[-1].startswith("cdc-delta: error: config file ")
+    quiet = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "connectors", "status", "--config", missing],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert quiet.returncode == 2 and len(quiet.stderr.splitlines()) == 1, quiet.stderr
 
 
 def test_a_stream_without_topics_is_one_line_before_spark_starts(tmp_path: Path) -> None:
@@ -194,7 +220,7 @@ def test_a_metrics_port_in_use_is_one_line_before_anything_starts(tmp_path: Path
     assert run.returncode == 2
     (line,) = run.stderr.splitlines()
     assert line.startswith(f"cdc-delta: error: cannot serve metrics on 127.0.0.1:{port} (Address already in use)")
-    assert not (tmp_path / "lake").exists()
+    assert [p for p in (tmp_path / "lake").rglob("*") if not p.is_dir()] == []  # its lease freed, nothing else
 
 
 def test_unreachable_connect_worker_metastore_and_source_are_one_line_naming_them(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,15 @@ from requests.models import PreparedRequest, Response
 from cdc_delta.config import ConnectConfig
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.http import ConnectHttp
-from cdc_delta.exceptions import ConnectorConflict, ConnectorError, ConnectorNotFound
+from cdc_delta.exceptions import (
+    EXIT_UNAVAILABLE,
+    ConfigError,
+    ConnectorConflict,
+    ConnectorError,
+    ConnectorNotFound,
+    ConnectUnavailable,
+    exit_code_for,
+)
 from tests.services import free_port
 
 Answer = tuple[int, Any]
@@ -92,9 +101,77 @@ def test_4xx_and_5xx_carry_the_workers_own_message() -> None:
     client, _, _ = http([(400, {"error_code": 400, "message": "Connector configuration is invalid"})])
     with pytest.raises(ConnectorError, match=r"failed with HTTP 400: Connector configuration is invalid$"):
         client.request("PUT", "/connectors/c/config", body={}, connector="c")
-    client, _, _ = http([(500, {"error_code": 500, "message": None})])
-    with pytest.raises(ConnectorError, match=r"HTTP 500: .*\(the cause is in the Connect worker's log\)"):
+    client, _, _ = http([(500, {"error_code": 500, "message": None})], retry_seconds=0)
+    with pytest.raises(ConnectUnavailable, match=r"HTTP 500: .*the cause is in the Connect worker's log\)"):
         client.request("GET", "/connectors")
+
+
+def test_a_5xx_is_retried_then_unavailable_not_a_refusal() -> None:
+    client, worker, sleeps = http([(502, None), (503, {"message": "restarting"}), (200, [])])
+    assert client.request("GET", "/connectors") == []
+    assert len(worker.requests) == 3 and sleeps == [0.5, 1.0]
+    client, _, _ = http([(500, {"message": "boom"})] * 3, retry_seconds=1.2)
+    with pytest.raises(ConnectUnavailable) as lasting:
+        client.request("GET", "/connectors")
+    assert exit_code_for(lasting.value) == EXIT_UNAVAILABLE
+
+
+def _https_server(tmp_path: Path, tls: bool) -> tuple[str, Callable[[], None]]:
+    """A local server that answers ``[]``: over TLS with a self-signed certificate, or plain HTTP."""
+    import http.server
+    import ssl
+    import subprocess
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"[]")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    if tls:
+        cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"https://127.0.0.1:{server.server_address[1]}", server.shutdown
+
+
+def test_an_untrusted_certificate_and_tls_to_a_plain_port_are_named_not_unreachable(tmp_path: Path) -> None:
+    url, stop = _https_server(tmp_path, tls=True)
+    try:
+        sleeps: list[float] = []
+        client = ConnectHttp(ConnectConfig(url=url, retry_seconds=30), sleep=sleeps.append)
+        with pytest.raises(
+            ConfigError,
+            match=r"TLS handshake with https://127.0.0.1:\d+ failed \(.*certificate verify "
+            r"failed.*\): the server's certificate is not trusted: set connect.verify to the CA file",
+        ):
+            client.request("GET", "/connectors")
+        assert sleeps == []  # not retried as unreachable
+        trusted = ConnectHttp(ConnectConfig(url=url, verify=str(tmp_path / "cert.pem"), retry_seconds=0))
+        assert trusted.request("GET", "/connectors") == []
+    finally:
+        stop()
+    url, stop = _https_server(tmp_path, tls=False)
+    try:
+        client = ConnectHttp(ConnectConfig(url=url, retry_seconds=30), sleep=sleeps.append)
+        with pytest.raises(ConfigError, match=r"the server does not speak TLS there: check connect.url"):
+            client.request("GET", "/connectors")
+        assert sleeps == []
+    finally:
+        stop()
 
 
 def test_an_unreachable_worker_is_retried_then_named() -> None:
