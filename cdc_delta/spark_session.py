@@ -175,9 +175,11 @@ def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if config.master:
         builder = builder.master(config.master)
-    for key, value in session_conf(config, extra).items():
+    options = session_conf(config, extra)
+    for key, value in options.items():
         builder = builder.config(key, value)
     try:
+        _jvm_apart(config, options)
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j/JVM start-up failures carry no useful type
         raise SparkSetupError(f"could not start Spark ({config.master or 'spark-submit master'}): {exc}") from exc
@@ -186,6 +188,26 @@ def build_session(config: SparkConfig, extra: Mapping[str, str] | None = None) -
     if level == "WARN":
         quiet_expected_warnings(spark)
     return spark
+
+
+def _jvm_apart(config: SparkConfig, options: Mapping[str, str]) -> None:
+    """Start the driver's JVM as PySpark does, but in a session (and process group) of its own, so that a
+    SIGTERM sent to this command's whole process group (systemd's default ``KillMode``, a Ctrl-C in a
+    shell, ``kill -- -PGID``) reaches this process alone, whose handler lets the running batch finish and
+    then stops Spark; sent to the JVM too, it would die first, under the batch. The JVM still ends with
+    this process however that ends: it exits when its stdin, a pipe from here, closes (PySpark's own
+    contract). Where spark-submit started this process, the JVM is its parent and nothing is started."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf().setAppName(config.app_name)
+    if config.master:
+        conf.setMaster(config.master)
+    for key, value in options.items():
+        conf.set(key, value)
+    SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
 
 
 # Warnings Spark and Delta log in normal operation, every batch or every start: nothing to act on.

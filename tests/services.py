@@ -307,13 +307,15 @@ class StreamProcess:
         self.command = command
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+    def start(self, *extra: str, own_group: bool = False) -> subprocess.Popen[bytes]:
+        """Start it; ``own_group``: in a process group of its own, which a test may signal as a whole."""
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_delta.cli", self.command, "--config", str(self.config), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
+            start_new_session=own_group,
         )
         return self.proc
 

@@ -112,6 +112,7 @@ class StreamBatch:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop_requested.is_set():
+            _quiet_refusal(batch)
             raise StopRequested(f"{STOP_MARKER}: batch {batch_id} left for the next start")
         try:
             with self.listener.landing() if self.listener is not None else nullcontext():
@@ -249,6 +250,23 @@ def run_until_stopped(
     failure = query.exception()
     if failure is not None:
         _raise_unless_requested(failure, stop)
+
+
+REFUSAL_LOGGERS = ("org.apache.spark.sql.execution.streaming.MicroBatchExecution",)
+"""The JVM's loggers that report a batch refused on a stop request as an error, with both stacks."""
+
+
+def _quiet_refusal(batch: DataFrame) -> None:
+    """Silence what reports the refusal of a batch after a stop request as a failure (py4j's callback
+    server and the query's executor, each with a stack trace): the stream is stopping, on purpose, and
+    says so in one line."""
+    logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
+    jvm = batch.sparkSession.sparkContext._jvm
+    if jvm is None:
+        return
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in REFUSAL_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
 
 
 def _stop(query: StreamingQuery) -> None:

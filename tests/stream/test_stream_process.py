@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import signal
@@ -21,12 +22,18 @@ from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
 from cdc_delta.kafka.offsets import partition_lag
 from tests.delta_rows import assert_demo_tables_equal_source, landings_per_commit
-from tests.services import StreamProcess, free_port, wait_for, write_config
+from tests.services import ROOT, StreamProcess, free_port, wait_for, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 # A line of the JVM's log (log4j's format: level WARN), or of Spark's default log profile.
 JVM_LINE = re.compile(r"^(\S+ \S+ (WARN|ERROR|FATAL) |\d\d/\d\d/\d\d \S+ )")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", *args], capture_output=True, text=True, timeout=180, cwd=ROOT
+    )
 
 
 def generate(bootstrap: str, server: str, events: int, seed: int, partitions: int = 3) -> ChangeGenerator:
@@ -136,23 +143,39 @@ def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_
     assert health.status_code == 200 and health.text.startswith("ok: last batch"), health.text
     scraped = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
     assert re.search(r'^cdc_delta_batches_total\{result="ok"\} [1-9]', scraped, re.M), scraped[:2000]
+    # one stream per app and lake: a second stream, and a merge job (this stream merges too), are refused
+    # before they start Spark, in one line naming the holder; status names it
+    for command in ("stream", "merge"):
+        second = cli(command, "--config", str(config))
+        assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-2000:]
+        assert f"already runs on this lake: stream pid {proc.pid} on " in second.stderr, second.stderr
+    running = cli("status", "--config", str(config))
+    assert f"stream: running: stream pid {proc.pid} on " in running.stdout, running.stdout[-2000:]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=180) == 0
     log = stream.log.read_text()
     assert "stopping after the current batch" in log and "stream stopped on request" in log
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]  # a stop on request is no error
+    # SIGTERM to the whole process group (systemd's default KillMode): the JVM, in a group of its own, is
+    # not hit; the batch finishes and the stream stops as cleanly
+    produce(kafka_bootstrap, generator.changes(1000))
+    done = len(stream.batch_lines())
+    grouped = stream.start(own_group=True)
+    wait_for(lambda: len(stream.batch_lines()) > done, 240, "a batch of the run stopped as a group")
+    os.killpg(grouped.pid, signal.SIGTERM)
+    assert grouped.wait(timeout=180) == 0, stream.log.read_text()[len(log) :][-3000:]
+    group_log = stream.log.read_text()[len(log) :]
+    assert "stopping after the current batch" in group_log and "stream stopped on request" in group_log
+    assert "Traceback" not in group_log and "Py4J" not in group_log, group_log[-3000:]
     before = len(stream.batch_lines())
     assert stream.run_until_caught_up() == 0
     resumed = stream.batch_lines()[before:]
     assert resumed and f"batch {before}:" in resumed[0], "the first batch after a graceful stop is a new one"
     assert "replayed" not in "\n".join(resumed)
     assert_tables_equal_source(spark, config, generator)
-    status = subprocess.run(
-        [sys.executable, "-m", "cdc_delta.cli", "status", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    status = cli("status", "--config", str(config))
     assert status.returncode == 0, status.stderr[-2000:]
+    assert "stream: not running (no lease held)" in status.stdout, status.stdout[-2000:]
     assert "total lag: 0 events over 9 partitions" in status.stdout
     lines = [line.split() for line in status.stdout.splitlines() if line.startswith(f"{server}.")]
     # end == group offset, lag 0; the Delta position is the last table commit's (a batch of only
