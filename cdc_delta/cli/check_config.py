@@ -14,7 +14,8 @@ from cdc_delta.exceptions import ConfigError
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     # Every password_env must be set here (a job fails only where it needs that password, later).
-    config = load_config(args.config, env=os.environ)
+    # Every file it names must be readable here (a job fails only where it reads that file, later).
+    config = load_config(args.config, env=os.environ, check_files=True)
     for table in config.tables:
         made = f" (a table per source table of {_route(table)})" if table.is_pattern else ""
         key = table.key or "from each table's records (Debezium's record key)"
@@ -24,10 +25,18 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             "note: the pattern entries see only the topics kafka.topics lists; subscribe with kafka.topic_pattern "
             "for the tables created later to be read"
         )
+    pattern = config.kafka.topic_pattern or ""
+    if pattern and not (pattern.startswith("^") and pattern.endswith(("$", ".*", ".+"))):
+        print(
+            f"warning: kafka.topic_pattern {pattern!r} is not anchored: Kafka's subscription matches it anywhere in "
+            f"a topic's name (the connector's schema-history topic too); write topic_pattern: "
+            f"'^{pattern.removeprefix('^').removesuffix('$')}$'"
+        )
     try:
         require_subscription(config.kafka)
     except ConfigError as exc:
         print(f"note: {exc}: `cdc-delta stream` refuses it, the other jobs run")
+    print(f"lake -> {config.storage.root} (relative paths are taken from the config file's folder)")
     print(f"dead letters -> {config.storage.dead_letters}")
     m = config.merge
     print(f"changelog -> {config.changelog.located(config.storage.root)} (kept {config.changelog.retention_hours:g} h)")

@@ -54,7 +54,8 @@ class StorageConfig(Frozen):
     """Where tables, dead letters and checkpoints live (local paths or s3a://, abfss://, gs:// URIs)."""
 
     root: str
-    """Base location; a logical table ``db.table`` lives at ``<root>/db/table``."""
+    """Base location; a logical table ``db.table`` lives at ``<root>/db/table``. Like every local path in
+    the config, a relative one is taken from the config file's folder."""
     dead_letter_path: str | None = None
     """Dead-letter Delta table; default ``<root>/_cdc_dead_letters``."""
     checkpoint_root: str | None = None
@@ -67,7 +68,7 @@ class StorageConfig(Frozen):
     @field_validator("root", "dead_letter_path", "checkpoint_root")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
-        """Local relative paths are taken from the working directory and made absolute (Delta's
+        """Local relative paths are taken from the config file's folder and made absolute (Delta's
         table builder refuses relative locations); URIs (s3a://, file:/...) stay as they are."""
         return absolute(value)
 

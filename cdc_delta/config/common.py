@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+from contextvars import ContextVar
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from cdc_delta.exceptions import ConfigError
 
@@ -19,9 +20,17 @@ def is_uri(path: str) -> bool:
     return ":" in path.split("/")[0]
 
 
+BASE_FOLDER: ContextVar[str | None] = ContextVar("cdc_delta_config_folder", default=None)
+"""The folder of the config file being validated (:func:`~cdc_delta.config.loading.load_config` sets it):
+relative paths in it are taken from there, not from wherever the command was started."""
+
+
 def absolute(value: str | None) -> str | None:
-    """A local relative path made absolute from the working directory; URIs and None as they are."""
-    return value if value is None or is_uri(value) else os.path.abspath(value)
+    """A local relative path made absolute from the config file's folder (a config given as a mapping:
+    the working directory); URIs and None as they are."""
+    if value is None or is_uri(value):
+        return value
+    return os.path.abspath(os.path.join(BASE_FOLDER.get() or os.getcwd(), value))
 
 
 class Frozen(BaseModel):
@@ -49,10 +58,17 @@ class PasswordSource(Frozen):
     file, never logged. Subclasses name their section in ``SECTION`` for the messages."""
 
     SECTION: ClassVar[str] = "password"
+    FILES: ClassVar[tuple[str, ...]] = ("password_file",)
+    """The settings that name a file this host must read (checked by ``check-config``)."""
     password_env: str | None = None
     """Name of the environment variable holding the password."""
     password_file: str | None = None
     """Or a file holding it (a mounted secret); its surrounding whitespace is ignored."""
+
+    @field_validator("password_file")
+    @classmethod
+    def _absolute_file(cls, value: str | None) -> str | None:
+        return absolute(value)
 
     @model_validator(mode="after")
     def _one_password(self) -> PasswordSource:
@@ -69,6 +85,25 @@ class PasswordSource(Frozen):
                 f"{self.SECTION}.password_env names {self.password_env}, which is not set in the environment: "
                 f"set it, or read the password from a file with {self.SECTION}.password_file"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _files_readable(self, info: ValidationInfo) -> PasswordSource:
+        """Given ``context={"files": True}`` (``check-config``), every file named must be readable here."""
+        if not (info.context or {}).get("files"):
+            return self
+        unreadable = []
+        for name in self.FILES:
+            path = getattr(self, name)
+            if not isinstance(path, str) or not path:
+                continue
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                unreadable.append(f"{self.SECTION}.{name} {path!r} cannot be read here ({exc.strerror})")
+        if unreadable:
+            raise ValueError(f"{'; '.join(unreadable)}: write the path of a file this host can read")
         return self
 
     def password(self) -> str | None:

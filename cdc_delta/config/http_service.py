@@ -14,6 +14,7 @@ class HttpServiceConfig(PasswordSource):
     """Base of one service's section; subclasses set ``SECTION`` and the default ``url``."""
 
     SECTION: ClassVar[str] = "service"
+    FILES: ClassVar[tuple[str, ...]] = ("password_file", "client_cert", "client_key", "verify")
     url: str
     """Base URL of the service."""
     username: str | None = None

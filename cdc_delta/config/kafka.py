@@ -25,6 +25,7 @@ class KafkaSecurity(PasswordSource):
     group's offsets alike. The SASL password comes from ``password_env`` or ``password_file``."""
 
     SECTION: ClassVar[str] = "kafka.security"
+    FILES: ClassVar[tuple[str, ...]] = ("password_file", "ca_file", "certificate_file", "key_file")
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     """The brokers' listener: ``PLAINTEXT`` (neither TLS nor SASL), ``SSL`` (TLS), ``SASL_PLAINTEXT`` (SASL
     without TLS) or ``SASL_SSL`` (SASL over TLS)."""

@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from cdc_delta.config.app import AppConfig
+from cdc_delta.config.common import BASE_FOLDER
 from cdc_delta.config.env_overrides import apply_env
 from cdc_delta.config.inline_secrets import inline_secrets
 from cdc_delta.config.problems import Problem, describe, location, placed, report
@@ -26,7 +27,12 @@ def _twice(repeated: Repeated) -> str:
 
 
 def _validate(
-    data: Mapping[str, Any], source: str, env: Mapping[str, str], repeated: Sequence[Repeated], check_env: bool
+    data: Mapping[str, Any],
+    source: str,
+    env: Mapping[str, str],
+    repeated: Sequence[Repeated],
+    check_env: bool,
+    check_files: bool = False,
 ) -> AppConfig:
     merged, origins, env_problems = apply_env(data, env, AppConfig)
     problems = [Problem(var, why, from_env=True) for var, why in env_problems]
@@ -35,7 +41,8 @@ def _validate(
         Problem(placed(loc, merged, origins, AppConfig, data)[0], why) for loc, why in inline_secrets(merged, origins)
     ]
     try:
-        config = AppConfig.model_validate(merged, context={"env": env} if check_env else None)
+        context = {"env": env, "files": check_files} if check_env else {"files": check_files}
+        config = AppConfig.model_validate(merged, context=context)
     except ValidationError as exc:
         problems += describe(exc, merged, origins, AppConfig, data)
     if problems:
@@ -49,9 +56,12 @@ def parse_config(data: Mapping[str, Any], source: str = "<dict>", env: Mapping[s
     return _validate(data, source, env or {}, (), check_env=env is not None)
 
 
-def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> AppConfig:
+def load_config(
+    path: str | os.PathLike[str], env: Mapping[str, str] | None = None, check_files: bool = False
+) -> AppConfig:
     """Read and validate the config file at ``path``; environment overrides come from ``env``, by default
-    ``os.environ``. Given ``env``, a ``password_env`` must name a variable set in it."""
+    ``os.environ``. Given ``env``, a ``password_env`` must name a variable set in it; with ``check_files``,
+    every file the config names (passwords, certificates, keys) must be readable here."""
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"config file {str(file)!r} does not exist; pass --config PATH to an existing file")
@@ -61,4 +71,9 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
         raise ConfigError(f"config file {str(file)!r} is not valid YAML/JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(file)!r} must hold a mapping (app_id:, storage:, tables: ...)")
-    return _validate(data, str(file), os.environ if env is None else env, repeated, check_env=env is not None)
+    env_given = env is not None
+    folder = BASE_FOLDER.set(str(file.resolve().parent))  # relative paths in it are taken from its folder
+    try:
+        return _validate(data, str(file), os.environ if env is None else env, repeated, env_given, check_files)
+    finally:
+        BASE_FOLDER.reset(folder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from cdc_delta.config.common import Frozen, absolute
 
@@ -24,8 +24,13 @@ class ChangelogConfig(Frozen):
     file skips nothing (docs/performance.md, "Reading one table's pending changes"). Smaller skips more,
     in larger files."""
 
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        return absolute(value)
+
     def located(self, root: str) -> str:
-        return str(absolute(self.path)) if self.path else f"{root.rstrip('/')}/_cdc_changelog"
+        return self.path if self.path else f"{root.rstrip('/')}/_cdc_changelog"
 
 
 class MergeConfig(Frozen):

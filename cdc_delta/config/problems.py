@@ -137,7 +137,34 @@ def _hint(err: ErrorDetails, root: type[BaseModel]) -> str:
         if value is None:
             return f"{name} is empty: indent its settings below it, or leave it out"
         return f"{name} holds settings (name: value), not {_kind(value)}"
-    return _duration(err, name, root) or err["msg"].removeprefix("Value error, ")
+    return _duration(err, name, root) or _scalar(err, name, root) or err["msg"].removeprefix("Value error, ")
+
+
+_BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<")}
+_BOUNDS["less_than_equal"] = ("le", "<=")
+
+
+def _scalar(err: ErrorDetails, name: str, root: type[BaseModel]) -> str | None:
+    """Numbers, booleans and choices in the project's words: the value given and what to write (pydantic's
+    own, ``Input should be a valid integer``, names neither)."""
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    model = model_at(root, err["loc"][:-1])
+    field = model.model_fields.get(name) if model is not None else None
+    default = field.default if field is not None else None
+    if kind in _BOUNDS:
+        key, sign = _BOUNDS[kind]
+        example = default if isinstance(default, (int, float)) and not isinstance(default, bool) else ctx.get(key)
+        return f"must be {sign} {ctx.get(key)}, not {value!r}: write e.g. {name}: {example}"
+    number = default if isinstance(default, (int, float)) and not isinstance(default, bool) else 1
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"is a whole number, not {value!r}: write e.g. {name}: {int(number)}"
+    if kind in ("float_parsing", "float_type"):
+        return f"is a number, not {value!r}: write e.g. {name}: {number:g}"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"is true or false, not {value!r}: write {name}: {'false' if default is True else 'true'}"
+    if kind == "literal_error":
+        return f"is one of {ctx.get('expected')}, not {value!r}"
+    return None
 
 
 def describe(

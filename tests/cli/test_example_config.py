@@ -19,7 +19,7 @@ def test_the_example_passes_check_config_as_shipped(
 ) -> None:
     for name in [n for n in os.environ if n.endswith("PASSWORD")]:  # nothing the example needs from here
         monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # its relative storage.root lands here, not in the checkout
+    monkeypatch.chdir(tmp_path)  # started from elsewhere: its relative paths are taken from its own folder
     assert main(["check-config", "--config", str(EXAMPLE)]) == 0
     assert f"config {EXAMPLE} is valid" in capsys.readouterr().out
 
@@ -29,6 +29,6 @@ def test_the_example_names_no_variable_and_ships_the_file_it_names(monkeypatch: 
     sources = [config.source, config.kafka.security, config.connect, config.schema_registry]
     sources += [t.source_count_jdbc for t in config.tables if t.source_count_jdbc]
     assert not [s.SECTION for s in sources if s.password_env]
-    assert config.source.password_file == "streaming/example-secrets/source-password"
+    assert config.source.password_file == str(EXAMPLE.parent / "example-secrets" / "source-password")
     monkeypatch.chdir(ROOT)  # read from where the commands of the README run
     assert config.source.password() == "change-me"

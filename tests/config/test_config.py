@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def test_a_good_config_resolves_paths() -> None:
         (with_table(columns={"amount": "decimal(40,2)"}), r"decimal\(40,2\) is out of range"),
         (
             {**GOOD, "truncate_policy": "drop"},
-            r"truncate_policy: Input should be 'soft_delete', 'skip' or 'dead_letter'",
+            r"truncate_policy: is one of 'soft_delete', 'skip' or 'dead_letter', not 'drop'",
         ),
         ({**GOOD, "app_id": "my app"}, r"app_id 'my app' must be letters"),
         ({**GOOD, "merge_concurrency": 4}, r"merge_concurrency is now merge\.concurrency"),
@@ -62,7 +63,7 @@ def test_a_good_config_resolves_paths() -> None:
         ),
         ({**GOOD, "tables": GOOD["tables"] * 2}, r"is listed twice"),
         ({**GOOD, "kafka": {"topics": ["a"], "topic_pattern": "b.*"}}, r"either kafka\.topics or kafka\.topic_pattern"),
-        ({**GOOD, "spark": {"shuffle_partitions": 0}}, r"spark\.shuffle_partitions: Input should be greater than 0"),
+        ({**GOOD, "spark": {"shuffle_partitions": 0}}, r"shuffle_partitions: must be > 0, not 0: write e\.g\. s"),
         (with_table(stock={"path": "/x"}), r"has a stock export but no columns: list them in export order"),
         (with_table(columns={"qty": "int"}, stock={"path": "/x"}), r"key column\(s\) \['id'\] missing from columns"),
         (with_table(columns={"id": "int"}, stock={"path": "/x", "delimiter": "\n"}), r"stock\.delimiter must be"),
@@ -101,6 +102,19 @@ def test_a_good_config_resolves_paths() -> None:
 def test_bad_configs_name_the_field_and_the_fix(data: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(data, "cdc.yaml")
+
+
+def test_relative_paths_in_a_file_are_taken_from_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "secret").write_text("pw\n")
+    config = folder / "cdc.yaml"
+    data = {**GOOD, "storage": {"root": "../lake"}, "source": {"host": "db", "user": "u", "password_file": "secret"}}
+    config.write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path / "..")  # started from elsewhere: the file's folder counts, not this one
+    loaded = load_config(config, env={})
+    assert loaded.storage.root == str(tmp_path / "lake") and loaded.source.password() == "pw"
+    assert loaded.storage.dead_letters == str(tmp_path / "lake" / "_cdc_dead_letters")
 
 
 def test_local_paths_become_absolute_and_uris_stay() -> None:

@@ -121,6 +121,35 @@ def test_check_config_exits_2_listing_every_problem(tmp_path: Path, capsys: pyte
     ]
 
 
+def test_check_config_lists_field_file_and_value_problems_in_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files it names that this host cannot read are problems beside the field errors, not after them;
+    numbers, booleans and choices say the value given and what to write."""
+    path = tmp_path / "cdc.yaml"
+    path.write_text(
+        "app_id: shop\n"
+        "storage: {root: lake}\n"
+        "kafka: {topics: [srv.shop.orders], value_format: jsn, security: {protocol: SSL, ca_file: ca.pem}}\n"
+        "merge: {min_events: -5, in_stream: perhaps, concurrency: 2.5}\n"
+        "source: {host: db, user: cdc, password_file: /nowhere/pw}\n"
+        "tables: [{name: shop.orders, topics: [srv.shop.orders], key: [id]}]\n"
+    )
+    assert main(["check-config", "--config", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert sorted(err.splitlines()[1:]) == [
+        f"  - kafka.security: kafka.security.ca_file '{tmp_path}/ca.pem' cannot be read here (No such file or "
+        "directory): write the path of a file this host can read",
+        "  - kafka.value_format: is one of 'json' or 'avro', not 'jsn'",
+        "  - merge.concurrency: is a whole number, not 2.5: write e.g. concurrency: 4",
+        "  - merge.in_stream: is true or false, not 'perhaps': write in_stream: false",
+        "  - merge.min_events: must be >= 1, not -5: write e.g. min_events: 20000",
+        "  - source: source.password_file '/nowhere/pw' cannot be read here (No such file or directory): write the "
+        "path of a file this host can read",
+    ]
+
+
 def test_yaml_merge_keys_may_still_override() -> None:
     from cdc_delta.config.yaml_file import read_yaml
 
@@ -207,8 +236,8 @@ def test_a_wrong_override_names_its_variable_not_the_file() -> None:
     assert refusal(GOOD, env) == "\n".join(
         [
             "invalid configuration from the environment:",
-            "  - CDC_DELTA__SPARK__SHUFFLE_PARTITIONS (spark.shuffle_partitions): Input should be a valid integer, "
-            "unable to parse string as an integer",
+            "  - CDC_DELTA__SPARK__SHUFFLE_PARTITIONS (spark.shuffle_partitions): is a whole number, not 'many': "
+            "write e.g. shuffle_partitions: 4",
             "  - CDC_DELTA__KAFAK__TOPICS (kafak): is not a known setting; did you mean 'kafka'?",
         ]
     )
@@ -412,5 +441,5 @@ def test_every_problem_is_listed_at_once() -> None:
         "port: write localhost:9092",
         "  - trigger_interval: trigger_interval '10 sekunds' is not a duration Spark reads: 'sekunds' is not a unit "
         "(week, day, hour, minute, second, millisecond, microsecond); write e.g. trigger_interval: 10 seconds",
-        "  - CDC_DELTA__MERGE__CONCURRENCY (merge.concurrency): Input should be greater than or equal to 1",
+        "  - CDC_DELTA__MERGE__CONCURRENCY (merge.concurrency): must be >= 1, not 0: write e.g. concurrency: 4",
     ]
