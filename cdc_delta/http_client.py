@@ -5,6 +5,11 @@ A TLS handshake that fails is named as such at once (:meth:`HttpClient.tls_failu
 exit 2). A server that cannot be reached (connection refused, timeout), or whose answer :meth:`HttpClient.retry_answer`
 calls passing, is retried for the section's ``retry_seconds``; then :meth:`HttpClient.unreachable`
 names the URL. Any other answer of 400 and above becomes :meth:`HttpClient.error`.
+
+Why not urllib3's ``Retry`` under the session: it counts attempts where the settings give a time
+(``retry_seconds``, a deadline whatever each attempt's timeout), retries by status code where Connect
+needs the answer's body (a 500 "rebalance is expected" is a conflict, another 500 a worker in
+trouble), and retries a TLS failure as a connection error, the very confusion this module names.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Retry with backoff: a Delta command that lost an optimistic-concurrency race (the stream and maintenance
-both write), a Kafka call a coordinator answered \"not yet\"."""
+both write), a Kafka call a coordinator answered \"not yet\".
+
+What is ours here is which errors are retried (:data:`CONFLICT_MARKERS`: Delta's conflicts reach Python
+as JVM errors known only by their text); the loop is a few lines with jitter, which a dependency
+(tenacity) would not shorten."""
 
 from __future__ import annotations
 

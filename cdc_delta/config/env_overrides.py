@@ -4,6 +4,13 @@ variable set what so that a bad value names the variable, not the file.
 Section and setting names are case-insensitive; keys below a map (``spark.conf``, ``kafka.options``)
 keep their case: ``CDC_DELTA__SPARK__CONF__spark.sql.shuffle.partitions=8``. Values are read as YAML
 (``8``, ``true``, ``[a, b]``, ``null``), except that a setting taking text keeps the text as written.
+
+Why not pydantic-settings' nested ``__`` overrides: case-insensitive, it lowercases every variable's
+name, map keys included, and Spark's settings are case-sensitive
+(``spark.sql.adaptive.coalescePartitions.enabled``); case-sensitive, every section would have to be
+written in lower case (``CDC_DELTA__kafka__...``). It reads values as JSON, not YAML, and it would not
+tell a bad value's variable from the file's line (:mod:`cdc_delta.config.problems` names the
+variable: ``CDC_DELTA__MERGE__CONCURRENCY (merge.concurrency): must be >= 1, not 0``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,14 @@ is not cached (asked again in a later batch): its records are dead-lettered with
 registry that cannot be reached, or answers 5xx, is retried for ``schema_registry.retry_seconds``; then
 the batch fails with the URL in the message - good records are never dead-lettered because the registry
 was down.
+
+Why not confluent-kafka's ``SchemaRegistryClient``: it needs the ``[schemaregistry]`` extra (httpx,
+authlib, attrs, cachetools: a second HTTP stack beside requests) and has its own TLS, auth, retry
+(``max.retries``, counted) and error settings and texts. Here the registry shares
+:class:`~cdc_delta.http_client.HttpClient` with Kafka Connect: one set of settings (``verify``,
+``client_cert``, ``retry_seconds`` as a deadline), the same one-line messages for an untrusted
+certificate or a server out of reach, and a 404 for an id turned into a dead letter, not an error.
+The Avro side is fastavro's; only the fetch by id is ours.
 """
 
 from __future__ import annotations
