@@ -264,7 +264,7 @@ class AppConfig(Frozen):
             f"storage.root is on S3 with Delta's single-driver log store: a commit of this job and one of the "
             f"stream to the same table are not kept apart, and one can replace the other. Run it while the stream "
             f"is stopped, or set spark.conf spark.delta.logStore.{scheme}.impl: io.delta.storage.S3DynamoDBLogStore "
-            "for every job (README: Object storage)"
+            "for every job (docs/design.md: Object storage)"
         )
 
     def hive_name_clashes(self) -> str | None:

@@ -1,7 +1,7 @@
 """Compare what MariaDB holds (``SELECT *`` through pymysql) with a Delta or Hive table, column by column.
 
-Each MySQL column type has the column type the lake must give it (a number stays a number; see the
-README's type table), and each value a canonical form on both sides, so that a mismatch names the
+Each MySQL column type has the column type the lake must give it (a number stays a number; see
+docs/design.md's column types), and each value a canonical form on both sides, so that a mismatch names the
 table, the column, the key and both values.
 """
 

@@ -1,6 +1,6 @@
 """End to end with real components only: MariaDB -> Debezium (Kafka Connect) -> Kafka -> cdc-delta stream
 -> Delta -> nightly snapshot. The lake must equal ``SELECT *`` of MariaDB column by column, with the
-column types the README promises, after the connector's snapshot, after a binlog workload of every kind
+column types docs/design.md promises, after the connector's snapshot, after a binlog workload of every kind
 of change, through kill -9 of the stream and a restart of the Connect worker, and in the snapshot."""
 
 from __future__ import annotations
