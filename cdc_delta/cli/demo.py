@@ -44,7 +44,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from cdc_delta.demo.batches import DEMO_TABLES
     from cdc_delta.demo.generator import Change, ChangeGenerator, topic_of
     from cdc_delta.demo.producer import ensure_topics, produce
+    from cdc_delta.kafka.offsets import check_reachable
 
+    # One line where no broker answers, not librdkafka's line every 50 ms then an exception.
+    check_reachable(args.bootstrap, "cdc-delta-generate", 10, setting="--bootstrap")
     generator = ChangeGenerator(DEMO_TABLES, seed=args.seed, tombstones=True, live=True)
     ensure_topics(args.bootstrap, [topic_of(t) for t in DEMO_TABLES], args.partitions)
     sent = produce(args.bootstrap, generator.changes(args.events), rate=args.rate)

@@ -168,9 +168,14 @@ def partition_lag(
 
 
 def check_reachable(
-    bootstrap: Brokers | str, group: str, timeout_s: float, stop: threading.Event | None = None
+    bootstrap: Brokers | str,
+    group: str,
+    timeout_s: float,
+    stop: threading.Event | None = None,
+    setting: str = "kafka.bootstrap_servers",
 ) -> bool:
-    """Raise :class:`KafkaUnavailable` naming ``bootstrap`` when no broker answers within ``timeout_s``.
+    """Raise :class:`KafkaUnavailable` naming ``bootstrap`` (and the ``setting`` that gave it) when no
+    broker answers within ``timeout_s``.
 
     Asks in one-second tries, so that a stop signal is handled between them: returns False as soon as
     ``stop`` is set (True once a broker answered)."""
@@ -190,7 +195,7 @@ def check_reachable(
                 if time.monotonic() >= deadline:
                     raise KafkaUnavailable(
                         f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker "
-                        "running? Check kafka.bootstrap_servers"
+                        f"running? Check {setting}"
                     ) from None
     finally:
         client.close()

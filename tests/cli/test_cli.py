@@ -181,6 +181,20 @@ def test_an_unreachable_broker_is_one_line_naming_it(tmp_path: Path) -> None:
     assert reported["leases"] == {"stream": None, "merge": None}
 
 
+def test_generate_against_no_broker_is_one_line_naming_it() -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    run = subprocess.run(
+        [sys.executable, "-m", "cdc_delta.cli", "generate", "--bootstrap", nowhere, "--events", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 69 and run.stdout == "", run.stderr[-2000:]
+    (line,) = run.stderr.splitlines()  # not librdkafka's line every 50 ms, then a Python exception
+    assert line.startswith(f"cdc-delta: error: cannot reach Kafka at {nowhere} within 10s ")
+    assert line.endswith("is the broker running? Check --bootstrap")
+
+
 def test_verbose_is_taken_before_and_after_the_command(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.yaml")
     command = ["connectors", "status", "--config", missing]
