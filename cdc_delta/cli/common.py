@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,32 @@ def leases(
         for role in roles:
             held.enter_context(Lease(config, role, command, on_lost))
         yield
+
+
+def run_leased(
+    config: AppConfig, roles: list[Role], command: str, stop: threading.Event, body: Callable[[], int]
+) -> int:
+    """Run ``body`` holding the leases of ``roles`` (:func:`leases`); where another process takes one
+    over meanwhile, ``stop`` is set (the body stops as on SIGTERM) and the command ends with one line,
+    :data:`~cdc_delta.exceptions.EXIT_CONFIG`."""
+    from cdc_delta.exceptions import EXIT_CONFIG
+
+    lost: list[str] = []
+
+    def taken_over(holder: Holder) -> None:
+        lost.append(holder.describe())
+        stop.set()
+
+    with leases(config, roles, command, taken_over):
+        code = body()
+    if lost:
+        print(
+            f"cdc-delta: error: {command} stopped: another process took its lease over ({lost[0]}); run one "
+            f"{command} per app and lake",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    return code
 
 
 def dash(value: object) -> str:

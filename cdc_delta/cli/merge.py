@@ -6,10 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cdc_delta.cli.common import add_config_argument, leases, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, logger, run_leased, spark_for
 from cdc_delta.cli.stream import caught_up_exit, print_stopped
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.exceptions import EXIT_CONFIG
 
 if TYPE_CHECKING:
     from cdc_delta.merger import Merger
@@ -41,22 +40,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     stop = GracefulStop("merge round", hand_back=True)
-    lost: list[str] = []
-
-    def taken_over(holder: Any) -> None:
-        lost.append(holder.describe())
-        stop.requested.set()
-
-    with leases(config, ["merge"], "merge", taken_over):
-        code = _merge(args, config, stop)
-    if lost:
-        print(
-            f"cdc-delta: error: stopped: another process took this merger's lease over ({lost[0]}); "
-            "run one merger per app and lake",
-            file=sys.stderr,
-        )
-        return EXIT_CONFIG
-    return code
+    return run_leased(config, ["merge"], "merge", stop.requested, lambda: _merge(args, config, stop))
 
 
 def _merge(args: argparse.Namespace, config: AppConfig, stop: GracefulStop) -> int:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from cdc_delta.cli.common import add_config_argument, leases, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, logger, run_leased, spark_for
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.config.kafka import require_subscription
 from cdc_delta.exceptions import EXIT_CONFIG
 from cdc_delta.kafka.gaps import CONFIG_PLACEHOLDER, KafkaGap
+
+if TYPE_CHECKING:
+    from cdc_delta.lease import Role
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -20,22 +23,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     require_subscription(config.kafka)
     stop = GracefulStop()
-    lost: list[str] = []
-
-    def taken_over(holder: Any) -> None:
-        lost.append(holder.describe())
-        stop.requested.set()
-
-    with leases(config, ["stream", "merge"] if config.merge.in_stream else ["stream"], "stream", taken_over):
-        code = _stream(args, config, stop)
-    if lost:
-        print(
-            f"cdc-delta: error: stopped: another process took this stream's lease over ({lost[0]}); "
-            "run one stream per app and lake",
-            file=sys.stderr,
-        )
-        return EXIT_CONFIG
-    return code
+    roles: list[Role] = ["stream", "merge"] if config.merge.in_stream else ["stream"]
+    return run_leased(config, roles, "stream", stop.requested, lambda: _stream(args, config, stop))
 
 
 def _stream(args: argparse.Namespace, config: AppConfig, stop: Any) -> int:
