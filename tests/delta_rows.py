@@ -110,7 +110,6 @@ def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[
     """Every row of the Delta table at ``path`` as Spark reads it and as delta-rs (``deltalake``) reads
     it, columns in the table's order, timestamps as epoch microseconds (Python's datetime has no year
     0, which a 0001-01-01 in another zone needs), rows sorted."""
-    import pyarrow as pa
     from deltalake import DeltaTable
 
     df = spark.read.format("delta").load(path)
@@ -124,12 +123,57 @@ def spark_and_delta_rs_rows(spark: SparkSession, path: str) -> tuple[list[tuple[
     dataset = DeltaTable(path).to_pyarrow_dataset()
     table = read(dataset, dataset.schema.names)
     assert table.column_names == df.columns, (table.column_names, df.columns)
+    return by_spark, sorted_arrow_rows(table)
+
+
+def sorted_arrow_rows(table: Any) -> list[tuple[Any, ...]]:
+    """The rows of a pyarrow table in the form of :func:`spark_and_delta_rs_rows` (timestamps as epoch
+    microseconds, values :func:`plain`), sorted."""
+    import pyarrow as pa
+
     for i, field in enumerate(table.schema):
         if pa.types.is_timestamp(field.type):
             micros = table.column(i).cast(pa.timestamp("us", tz=field.type.tz)).cast(pa.int64())
             table = table.set_column(i, field.name, micros)
-    by_delta_rs = sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
-    return by_spark, by_delta_rs
+    return sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
+
+
+def duckdb_table(path: str) -> Any:
+    """The Delta table at ``path`` as DuckDB reads it (its delta extension, loaded from the
+    ``duckdb-extension-delta`` package: extensions.duckdb.org is out of reach here), as a pyarrow table."""
+    import os
+
+    import duckdb
+    import duckdb_extension_delta
+
+    folder = os.path.dirname(duckdb_extension_delta.__file__)
+    extension = os.path.join(folder, "extensions", f"v{duckdb.__version__}", "delta.duckdb_extension")
+    with duckdb.connect(config={"autoinstall_known_extensions": False, "threads": 1}) as con:
+        con.execute(f"LOAD '{extension}'")
+        return con.sql(f"SELECT * FROM delta_scan('{path}')").to_arrow_table()
+
+
+def same_arrow_types(a: Any, b: Any) -> bool:
+    """Whether two Arrow types hold the same values (large and small strings and binaries alike, any
+    timestamp unit, nested types member by member)."""
+    import pyarrow as pa
+
+    def norm(t: Any) -> Any:
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            return pa.binary()
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", tz="UTC" if t.tz else None)
+        if pa.types.is_large_list(t) or pa.types.is_list(t) or pa.types.is_list_view(t):
+            return pa.list_(norm(t.value_type))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, norm(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(norm(t.key_type), norm(t.item_type))
+        return t
+
+    return bool(norm(a) == norm(b))
 
 
 def write_as_merged(

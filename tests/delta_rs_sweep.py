@@ -1,5 +1,6 @@
 """Issue 15's sweep: every Delta table a test run left (replicated tables, dead letters, rejects,
-snapshot logs, the changelog), read by delta-rs and by Spark: the same rows.
+snapshot logs, the changelog), read by delta-rs, by DuckDB (its delta extension) and by Spark: the same
+rows, and in DuckDB the column types delta-rs reads from the table's schema.
 
 It runs as its own process (``python -m tests.delta_rs_sweep <basetemp>``) after the test session's
 SparkSession has stopped: in the session's JVM, at the end of a 50-minute run, it took 295-474 s for
@@ -42,7 +43,7 @@ def sweep(spark: object, paths: list[Path]) -> tuple[list[Path], list[str]]:
         by_spark, by_delta_rs = spark_and_delta_rs_rows(spark, str(path))  # type: ignore[arg-type]
         if by_spark != by_delta_rs:
             return f"{path}: Spark reads {len(by_spark)} rows, delta-rs {len(by_delta_rs)}, not the same"
-        return None
+        return _duckdb_differs(path, by_spark)
 
     # Most of a table's time is Delta's log replay on the driver and delta-rs's own read, one thread each:
     # three tables at a time keep both cores busy (the sweep took 140-176 s one table at a time).
@@ -50,6 +51,29 @@ def sweep(spark: object, paths: list[Path]) -> tuple[list[Path], list[str]]:
         found = list(pool.map(compare, paths))
     opt_in = [p for p, said in zip(paths, found, strict=True) if said == "opt-in"]
     return opt_in, [said for said in found if said is not None and said != "opt-in"]
+
+
+def _duckdb_differs(path: Path, by_spark: list[tuple[object, ...]]) -> str | None:
+    """What DuckDB (its delta extension) reads differently from Spark's rows and delta-rs's column types
+    at ``path``; None when alike."""
+    from deltalake import DeltaTable
+
+    from tests.delta_rows import duckdb_table, same_arrow_types, sorted_arrow_rows
+
+    try:
+        read = duckdb_table(str(path))
+    except Exception as exc:  # noqa: BLE001 (a table DuckDB cannot read is the finding)
+        return f"{path}: DuckDB cannot read it: {str(exc).splitlines()[0]}"
+    expected = DeltaTable(str(path)).to_pyarrow_dataset().schema
+    if read.schema.names != expected.names:
+        return f"{path}: DuckDB reads the columns {read.schema.names}, the table has {expected.names}"
+    for got, want in zip(read.schema, expected, strict=True):
+        if not same_arrow_types(got.type, want.type):
+            return f"{path}: DuckDB reads column {want.name} as {got.type}, the table holds {want.type}"
+    by_duckdb = sorted_arrow_rows(read)
+    if by_duckdb != by_spark:
+        return f"{path}: Spark reads {len(by_spark)} rows, DuckDB {len(by_duckdb)}, not the same"
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -74,11 +98,11 @@ def main(argv: list[str]) -> int:
     finally:
         spark.stop()
     if differ:
-        print("tables delta-rs reads differently from Spark:\n" + "\n".join(differ), file=sys.stderr)
+        print("tables delta-rs or DuckDB read differently from Spark:\n" + "\n".join(differ), file=sys.stderr)
         return 1
     print(
-        f"delta-rs sweep: {len(paths) - len(opt_in)} Delta tables of this run read alike by Spark and delta-rs "
-        f"({len(opt_in)} with the typeWidening opt-in left out) in {time.monotonic() - started:.0f} s"
+        f"delta-rs sweep: {len(paths) - len(opt_in)} Delta tables of this run read alike by Spark, delta-rs and "
+        f"DuckDB ({len(opt_in)} with the typeWidening opt-in left out) in {time.monotonic() - started:.0f} s"
     )
     return 0
 
