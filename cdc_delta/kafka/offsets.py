@@ -54,6 +54,9 @@ class _Client:
                     "kafka.security.username and kafka.security.password_env (or password_file)"
                 )
             text = error.str()
+            mismatch = _protocol_mismatch(text, self.target.settings.get("security.protocol", "PLAINTEXT"))
+            if mismatch is not None:
+                return KafkaRefused(f"Kafka at {self.target.bootstrap}: {mismatch}")
             refused_by_broker = error.code() == KafkaError._TRANSPORT and "SSL routines::" in text and " alert " in text
             if error.code() == KafkaError._SSL or refused_by_broker:
                 # This side's check of the brokers failed (_SSL), or the brokers sent a TLS alert: a client
@@ -69,6 +72,35 @@ class _Client:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _plaintext_hint(bootstrap: Brokers | str) -> str:
+    """For a plaintext client: that a listener expecting TLS or SASL looks the same to it (librdkafka 2.x
+    reports only a connection closed while it asks for the API versions)."""
+    if isinstance(bootstrap, str):  # not from a config (generate --bootstrap): no setting to name
+        return ""
+    if bootstrap.settings.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        return ""
+    return " (or, where it answers on that port, its listener expects TLS or SASL: kafka.security.protocol)"
+
+
+def _protocol_mismatch(text: str, protocol: str) -> str | None:
+    """Where librdkafka's error says the listener speaks another protocol than this client: which, and the
+    setting to fix (not "is the broker running?", nor a CA that is not at fault)."""
+    tls = protocol.upper() in ("SSL", "SASL_SSL")
+    if not tls and "incorrect security.protocol configuration" in text:  # librdkafka before 2.x says so
+        return (
+            f"the listener does not speak {protocol} (librdkafka: connecting to an SSL listener?): set "
+            "kafka.security.protocol to the listener's, SSL or SASL_SSL, with kafka.security.ca_file"
+        )
+    signs = ("connecting to a PLAINTEXT broker listener?", "wrong version number", "packet length too long")
+    if tls and any(sign in text for sign in signs):
+        return (
+            f"the listener does not speak TLS, which kafka.security.protocol {protocol} expects (the TLS handshake "
+            "got a plaintext answer): set kafka.security.protocol to the listener's, PLAINTEXT or SASL_PLAINTEXT, "
+            "or point kafka.bootstrap_servers at its TLS port"
+        )
+    return None
 
 
 # A partition whose leader is still being elected or has just moved (a topic created a moment ago, a broker
@@ -162,7 +194,7 @@ def partition_lag(
             # librdkafka has already tried every broker for the metadata timeout (10 s)
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {bootstrap} ({_reason(exc)}): is the broker running? "
-                f"Check kafka.bootstrap_servers{acl}"
+                f"Check kafka.bootstrap_servers{_plaintext_hint(bootstrap)}{acl}"
             ) from None
         raise KafkaUnavailable(f"Kafka at {bootstrap} refused to list offsets: {_reason(exc)}{acl}") from None
 
@@ -195,7 +227,7 @@ def check_reachable(
                 if time.monotonic() >= deadline:
                     raise KafkaUnavailable(
                         f"cannot reach Kafka at {bootstrap} within {timeout_s:g}s ({_reason(exc)}): is the broker "
-                        f"running? Check {setting}"
+                        f"running? Check {setting}{_plaintext_hint(bootstrap)}"
                     ) from None
     finally:
         client.close()

@@ -179,6 +179,34 @@ def test_every_command_works_through_sasl_and_acls_and_refusals_are_one_line(
     assert not any(password in printed for password in PASSWORDS.values())
 
 
+def test_a_protocol_the_listener_does_not_speak_is_named_not_an_unreachable_broker_or_a_ca(
+    broker: NativeKafka, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A TLS client at a plaintext listener: one line naming the mismatch and kafka.security.protocol, exit 2
+    (not the CA); a plaintext client at the TLS listener: the unreachable line says that it may be that."""
+    for folder in ("plain", "tls"):
+        (tmp_path / folder).mkdir()
+    plain = write_config(tmp_path / "plain", broker.bootstrap, SERVER)
+    tls = write_config(tmp_path / "tls", kafka_bootstrap, SERVER)
+    data = yaml.safe_load(tls.read_text())
+    data["kafka"]["security"] = {"protocol": "SSL", "ca_file": str(broker.ca_file)}
+    tls.write_text(yaml.safe_dump(data))
+    for command in ("stream", "status"):
+        refused = cdc_delta(tls, command, timeout=300)
+        assert refused.returncode == 2, (command, refused.stderr[-2000:])
+        (line,) = refused.stderr.strip().splitlines()
+        says = f"cdc-delta: error: Kafka at {kafka_bootstrap}: the listener does not speak TLS, which "
+        assert line.startswith(says) and "set kafka.security.protocol to the listener's" in line, line
+    # librdkafka 2.x sees only a connection closed while it asks for the API versions: the line says what
+    # that may be besides a broker that is down
+    plaintext = cdc_delta(plain, "status", timeout=300)  # status: the lake shown, Kafka's part one line
+    assert plaintext.returncode == 69, plaintext.stderr[-2000:]
+    (line,) = [line for line in plaintext.stdout.splitlines() if line.startswith("kafka: ")]
+    assert line.startswith(f"kafka: cannot reach Kafka at {broker.bootstrap} ") and (
+        "(or, where it answers on that port, its listener expects TLS or SASL: kafka.security.protocol)" in line
+    ), line
+
+
 def test_a_client_certificate_serves_spark_and_librdkafka_where_the_brokers_require_one(
     spark: Any, broker: NativeKafka, tmp_path: Path
 ) -> None:
