@@ -19,6 +19,7 @@ line of defence: two queries on one checkpoint fail rather than write twice.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -175,7 +176,7 @@ class Lease:
         )
 
     def _beat(self) -> None:
-        beat = Holder(**{**self.me.__dict__, "heartbeat": time.time()})
+        beat = dataclasses.replace(self.me, heartbeat=time.time())
         self.files.write(self.path, beat.as_json())
 
     def _heartbeat(self) -> None:

@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -235,11 +235,16 @@ EXPECTED_WARNINGS = {
 def quiet_expected_warnings(spark: SparkSession) -> None:
     """Log only errors from the loggers of :data:`EXPECTED_WARNINGS` (set the environment variable
     CDC_DELTA_SPARK_LOG_LEVEL to another level than WARN to see them)."""
+    jvm_loggers_at(spark, EXPECTED_WARNINGS, "ERROR")
+
+
+def jvm_loggers_at(spark: SparkSession, names: Iterable[str], level: str) -> None:
+    """Set the JVM's (log4j's) loggers ``names`` to ``level`` (``ERROR``, ``OFF``, ...)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    error = jvm.org.apache.logging.log4j.Level.ERROR
-    for name in EXPECTED_WARNINGS:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, error)
+    at = getattr(jvm.org.apache.logging.log4j.Level, level)
+    for name in names:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, at)
 
 
 @contextlib.contextmanager

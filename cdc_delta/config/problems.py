@@ -102,9 +102,7 @@ def _duration(err: ErrorDetails, name: str, root: type[BaseModel]) -> str | None
     if unit not in _TIME_UNITS:
         return None
     value, ctx = err.get("input"), err.get("ctx") or {}
-    model = model_at(root, err["loc"][:-1])
-    field = model.model_fields.get(name) if model is not None else None
-    example = field.default if field is not None and isinstance(field.default, (int, float)) else None
+    example = _numeric_default(err, name, root)
     default = "" if example is None else f" (default {example:g})"
     if err["type"] in ("greater_than", "greater_than_equal"):
         bound = f"> {ctx['gt']:g}" if err["type"] == "greater_than" else f">= {ctx['ge']:g}"
@@ -140,27 +138,42 @@ def _hint(err: ErrorDetails, root: type[BaseModel]) -> str:
     return _duration(err, name, root) or _scalar(err, name, root) or err["msg"].removeprefix("Value error, ")
 
 
-_BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<")}
-_BOUNDS["less_than_equal"] = ("le", "<=")
+_BOUNDS = {
+    "greater_than": ("gt", ">"),
+    "greater_than_equal": ("ge", ">="),
+    "less_than": ("lt", "<"),
+    "less_than_equal": ("le", "<="),
+}
+
+
+def _default(err: ErrorDetails, name: str, root: type[BaseModel]) -> Any:
+    """The default of the setting ``err`` is about (None where it has none, or it is not found)."""
+    model = model_at(root, err["loc"][:-1])
+    field = model.model_fields.get(name) if model is not None else None
+    return field.default if field is not None else None
+
+
+def _numeric_default(err: ErrorDetails, name: str, root: type[BaseModel]) -> int | float | None:
+    default = _default(err, name, root)
+    return default if isinstance(default, (int, float)) and not isinstance(default, bool) else None
 
 
 def _scalar(err: ErrorDetails, name: str, root: type[BaseModel]) -> str | None:
     """Numbers, booleans and choices in the project's words: the value given and what to write (pydantic's
     own, ``Input should be a valid integer``, names neither)."""
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    model = model_at(root, err["loc"][:-1])
-    field = model.model_fields.get(name) if model is not None else None
-    default = field.default if field is not None else None
+    numeric = _numeric_default(err, name, root)
     if kind in _BOUNDS:
         key, sign = _BOUNDS[kind]
-        example = default if isinstance(default, (int, float)) and not isinstance(default, bool) else ctx.get(key)
+        example = ctx.get(key) if numeric is None else numeric
         return f"must be {sign} {ctx.get(key)}, not {value!r}: write e.g. {name}: {example}"
-    number = default if isinstance(default, (int, float)) and not isinstance(default, bool) else 1
+    number = 1 if numeric is None else numeric
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return f"is a whole number, not {value!r}: write e.g. {name}: {int(number)}"
     if kind in ("float_parsing", "float_type"):
         return f"is a number, not {value!r}: write e.g. {name}: {number:g}"
     if kind in ("bool_parsing", "bool_type"):
+        default = _default(err, name, root)
         return f"is true or false, not {value!r}: write {name}: {'false' if default is True else 'true'}"
     if kind == "literal_error":
         return f"is one of {ctx.get('expected')}, not {value!r}"

@@ -5,28 +5,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cdc_delta.demo.generator import Change
 from cdc_delta.exceptions import KafkaUnavailable
-from cdc_delta.kafka.client import Brokers, as_brokers
+from cdc_delta.kafka.client import Brokers, as_brokers, quiet_logging
 
 logger = logging.getLogger(__name__)
-
-
-def _quiet() -> dict[str, Any]:
-    """librdkafka's own lines (one per failed connection, many a second) to this module's log, at debug
-    only (-v): a failure is raised as one error instead."""
-    return {"logger": logger, "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0}
 
 
 def ensure_topics(bootstrap: Brokers | str, topics: Iterable[str], partitions: int) -> None:
     """Create the topics that do not exist yet, with ``partitions`` partitions each."""
     target = as_brokers(bootstrap)
-    admin = AdminClient({**target.settings, "bootstrap.servers": target.bootstrap, **_quiet()})
+    admin = AdminClient({**target.settings, "bootstrap.servers": target.bootstrap, **quiet_logging(logger)})
     existing = set(admin.list_topics(timeout=15).topics)
     missing = [NewTopic(t, num_partitions=partitions, replication_factor=1) for t in sorted(set(topics) - existing)]
     if not missing:
@@ -52,7 +45,7 @@ def produce(bootstrap: Brokers | str, changes: Iterable[Change], rate: float | N
             "bootstrap.servers": target.bootstrap,
             "enable.idempotence": True,
             "linger.ms": 5,
-            **_quiet(),
+            **quiet_logging(logger),
         }
     )
     sent = 0

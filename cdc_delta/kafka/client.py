@@ -5,8 +5,10 @@ made, and never logged."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cdc_delta.config.kafka import SASL, TLS, KafkaConfig, KafkaSecurity
 
@@ -26,6 +28,12 @@ class Brokers:
 
     def __str__(self) -> str:
         return self.bootstrap
+
+
+def quiet_logging(logger: logging.Logger) -> dict[str, Any]:
+    """librdkafka settings that send its own lines (one per failed connection attempt, many a second) to
+    ``logger`` at debug only (-v): what failed is raised as one clear error instead."""
+    return {"logger": logger, "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0}
 
 
 def brokers(kafka: KafkaConfig) -> Brokers:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdc_delta.exceptions import KafkaRefused, KafkaUnavailable
-from cdc_delta.kafka.client import Brokers, as_brokers
+from cdc_delta.kafka.client import Brokers, as_brokers, quiet_logging
 from cdc_delta.retry import retry
 
 logger = logging.getLogger(__name__)
@@ -33,10 +33,7 @@ class _Client:
                 "enable.auto.commit": False,
                 "socket.timeout.ms": 10_000,
                 "session.timeout.ms": 10_000,
-                # librdkafka prints each failed connection attempt (many a second) to stderr; what failed is
-                # raised as one clear error instead. With -v (debug logging) they go to the log.
-                "logger": logger,
-                "log_level": 7 if logger.isEnabledFor(logging.DEBUG) else 0,
+                **quiet_logging(logger),
             }
         )
 

@@ -33,6 +33,7 @@ from cdc_delta.exceptions import KafkaUnavailable
 from cdc_delta.kafka.client import brokers, spark_source_options
 from cdc_delta.kafka.offsets import commit_group_offsets
 from cdc_delta.merger.results import RoundResult
+from cdc_delta.spark_session import jvm_loggers_at
 from cdc_delta.stream.batch import BatchProcessor, LandingListener
 from cdc_delta.stream.checkpoint import checkpoint_location, prepare_start
 from cdc_delta.stream.results import BatchResult
@@ -261,12 +262,7 @@ def _quiet_refusal(batch: DataFrame) -> None:
     server and the query's executor, each with a stack trace): the stream is stopping, on purpose, and
     says so in one line."""
     logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
-    jvm = batch.sparkSession.sparkContext._jvm
-    if jvm is None:
-        return
-    off = jvm.org.apache.logging.log4j.Level.OFF
-    for name in REFUSAL_LOGGERS:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    jvm_loggers_at(batch.sparkSession, REFUSAL_LOGGERS, "OFF")
 
 
 def _stop(query: StreamingQuery) -> None:
