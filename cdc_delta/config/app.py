@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from cdc_delta.config.common import Frozen, absolute, is_uri
 from cdc_delta.config.connect import ConnectConfig
@@ -162,17 +163,6 @@ class AppConfig(Frozen):
             raise ValueError(problem)
         return value
 
-    @field_validator("schema_registry")
-    @classmethod
-    def _registry(cls, value: SchemaRegistryConfig, info: ValidationInfo) -> SchemaRegistryConfig:
-        kafka = info.data.get("kafka")
-        if kafka is not None and kafka.value_format == "avro" and "url" not in value.model_fields_set:
-            raise ValueError(
-                "value_format avro needs schema_registry.url, the registry holding the Avro schemas: "
-                "write schema_registry: {url: http://schema-registry:8081}"
-            )
-        return value
-
     @field_validator("tables")
     @classmethod
     def _tables(cls, value: list[TableConfig]) -> list[TableConfig]:
@@ -207,35 +197,63 @@ class AppConfig(Frozen):
         return any(not p.key for p in self.patterns)
 
     @model_validator(mode="after")
-    def _snapshot_tables(self) -> AppConfig:
+    def _across_sections(self) -> AppConfig:
+        """The checks of one setting against another section's, all reported at once."""
+        problems = [
+            (loc, message)
+            for loc, message in (
+                (("schema_registry",), self._registry_problem()),
+                ((), self._snapshot_tables_problem()),
+                ((), self._local_parts_problem()),
+            )
+            if message
+        ]
+        if problems:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    InitErrorDetails(type=PydanticCustomError("value_error", message), loc=loc, input=None)
+                    for loc, message in problems
+                ],
+            )
+        return self
+
+    def _registry_problem(self) -> str | None:
+        if self.kafka.value_format == "avro" and "url" not in self.schema_registry.model_fields_set:
+            return (
+                "value_format avro needs schema_registry.url, the registry holding the Avro schemas: "
+                "write schema_registry: {url: http://schema-registry:8081}"
+            )
+        return None
+
+    def _snapshot_tables_problem(self) -> str | None:
         names = {t.name for t in self.listed_tables}
         unknown = [n for n in self.snapshot.tables if n not in names and self.pattern_entry(n) is None]
         if unknown:
-            raise ValueError(f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}")
+            return f"snapshot.tables names unknown table(s) {unknown}; known: {sorted(names)}"
         sharded = [t.name for t in self.listed_tables if t.key_includes_source and t.name in self.snapshot.tables]
         if sharded:
-            raise ValueError(
+            return (
                 f"snapshot.tables lists {sharded}, whose key includes the shard (key_includes_source): the "
                 "nightly snapshot does not support those tables; leave them out"
             )
         if self.snapshot.tables and self.hive_name_clashes():
-            raise ValueError(self.hive_name_clashes())
+            return self.hive_name_clashes()
         if self.live_tables.enabled:
             clashes = short_name_clashes(self.listed_tables)
             if clashes:
-                raise ValueError(
+                return (
                     f"live_tables: tables would share Hive names {self.live_tables.database}.{clashes}: the live "
                     "tables are named by the table name without its database; rename the logical tables"
                 )
-        return self
+        return None
 
-    @model_validator(mode="after")
-    def _local_parts(self) -> AppConfig:
+    def _local_parts_problem(self) -> str | None:
         """What must stay on a local (or shared POSIX) filesystem when the lake is on an object store: the
         jobs' locks (``flock``) and the embedded Derby metastore; refused now rather than at 3 a.m."""
         root = self.storage.root
         if not is_uri(root) or root.startswith("file:"):
-            return self
+            return None
         missing = []
         if not self.maintenance.lock_path:
             missing.append("maintenance.lock_path")
@@ -244,11 +262,11 @@ class AppConfig(Frozen):
         if not self.snapshot.metastore_uri and not self.snapshot.metastore_dir:
             missing.append("snapshot.metastore_dir (or snapshot.metastore_uri, a Hive metastore)")
         if missing:
-            raise ValueError(
+            return (
                 f"storage.root {root!r} is on an object store, where a lock or an embedded metastore cannot "
                 f"live: set {', '.join(missing)} to local paths (shared by every host that runs the jobs)"
             )
-        return self
+        return None
 
     def second_writer_hazard(self) -> str | None:
         """Why a job that commits to the tables beside the stream (``maintain``, ``cdc-delta merge``) may

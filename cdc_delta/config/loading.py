@@ -3,6 +3,7 @@ problem at once, one line each."""
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from cdc_delta.config.app import AppConfig
 from cdc_delta.config.common import BASE_FOLDER
@@ -18,6 +20,9 @@ from cdc_delta.config.inline_secrets import inline_secrets
 from cdc_delta.config.problems import Problem, describe, location, placed, report
 from cdc_delta.config.yaml_file import Repeated, read_yaml
 from cdc_delta.exceptions import ConfigError
+
+PASSES = 3
+"""Validations past the first, each with the settings in error so far left out."""
 
 
 def _twice(repeated: Repeated) -> str:
@@ -40,14 +45,57 @@ def _validate(
     problems += [
         Problem(placed(loc, merged, origins, AppConfig, data)[0], why) for loc, why in inline_secrets(merged, origins)
     ]
+    context = {"env": env, "files": check_files} if check_env else {"files": check_files}
     try:
-        context = {"env": env, "files": check_files} if check_env else {"files": check_files}
         config = AppConfig.model_validate(merged, context=context)
     except ValidationError as exc:
-        problems += describe(exc, merged, origins, AppConfig, data)
+        errors = [*exc.errors(), *_unreached(merged, exc.errors(), context)]
+        problems += describe(errors, merged, origins, AppConfig, data)
     if problems:
         raise ConfigError(report(problems, source))
     return config
+
+
+def _unreached(merged: Mapping[str, Any], errors: list[ErrorDetails], context: dict[str, Any]) -> list[ErrorDetails]:
+    """The errors that checks across sections would report, which pydantic runs only once the settings they
+    read are valid (the registry against ``kafka.value_format``, the locks against ``storage.root``...): the
+    settings in error are left out (their defaults taken) and the config validated again, so that one run
+    lists every problem. Errors at a setting left out (a required one now missing) are not new."""
+    data = copy.deepcopy(dict(merged))
+    left_out: list[tuple[Any, ...]] = []
+    seen = {(tuple(e["loc"]), e["msg"]) for e in errors}
+    found: list[ErrorDetails] = []
+    for _ in range(PASSES):
+        left_out += [tuple(e["loc"]) for e in errors if _leave_out(data, tuple(e["loc"]))]
+        try:
+            AppConfig.model_validate(data, context=context)
+            return found
+        except ValidationError as exc:
+            errors = [
+                e
+                for e in exc.errors()
+                if (tuple(e["loc"]), e["msg"]) not in seen and not any(tuple(e["loc"])[: len(o)] == o for o in left_out)
+            ]
+        if not errors:
+            return found
+        found += errors
+        seen |= {(tuple(e["loc"]), e["msg"]) for e in errors}
+    return found
+
+
+def _leave_out(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the setting at ``loc`` from ``data``; False where there is none to remove (a check of the
+    whole config, or a list entry: taking it out would renumber the others)."""
+    node = data
+    for part in loc[:-1]:
+        listed = isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node)
+        if not (listed or (isinstance(node, dict) and part in node)):
+            return False
+        node = node[part]
+    if loc and isinstance(node, dict) and loc[-1] in node:
+        del node[loc[-1]]
+        return True
+    return False
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<dict>", env: Mapping[str, str] | None = None) -> AppConfig:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from cdc_delta.config.durations import as_number
@@ -181,11 +181,11 @@ def _scalar(err: ErrorDetails, name: str, root: type[BaseModel]) -> str | None:
 
 
 def describe(
-    exc: ValidationError, merged: Mapping[str, Any], origins: Origins, root: type[BaseModel], file: Any
+    errors: Sequence[ErrorDetails], merged: Mapping[str, Any], origins: Origins, root: type[BaseModel], file: Any
 ) -> list[Problem]:
-    """A problem per error of ``exc`` (``merged``: the ``file``'s settings with the overrides)."""
+    """A problem per validation error (``merged``: the ``file``'s settings with the overrides)."""
     problems = []
-    for err in exc.errors():
+    for err in errors:
         where, from_env = placed(err["loc"], merged, origins, root, file)
         problems.append(Problem(where, _hint(err, root), from_env))
     return problems

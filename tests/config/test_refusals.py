@@ -443,3 +443,26 @@ def test_every_problem_is_listed_at_once() -> None:
         "(week, day, hour, minute, second, millisecond, microsecond); write e.g. trigger_interval: 10 seconds",
         "  - CDC_DELTA__MERGE__CONCURRENCY (merge.concurrency): must be >= 1, not 0: write e.g. concurrency: 4",
     ]
+
+
+def test_checks_across_sections_are_listed_with_the_field_errors() -> None:
+    """The registry check (it reads kafka.value_format) and the object-store checks (they read storage.root)
+    run although other settings of those sections are wrong: one run lists every problem."""
+    data = {
+        **GOOD,
+        "storage": {"root": "s3a://lake/cdc", "lease_timeout_seconds": 1},
+        "kafka": {"bootstrap_servers": "k:9092", "value_format": "avro", "max_offsets_per_trigger": "lots"},
+        "merge": {"concurrency": 0},
+    }
+    lines = refusal(data).splitlines()
+    assert lines[0] == "invalid configuration in cdc.yaml:"
+    problems = sorted(line.split(":", 1)[0].strip(" -") for line in lines[1:])
+    assert problems == [
+        "(top level)",  # the locks and the metastore of an object-store lake
+        "kafka.max_offsets_per_trigger",
+        "merge.concurrency",
+        "schema_registry",
+        "storage.lease_timeout_seconds",
+    ], lines
+    assert any("value_format avro needs schema_registry.url" in line for line in lines), lines
+    assert any("set maintenance.lock_path, snapshot.lock_path" in line for line in lines), lines
