@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_delta.config import SourceConfig
@@ -24,6 +25,10 @@ class SourceState:
     high: Any
     newest_key: tuple[Any, ...] | None
     """The largest key (key columns in order), None for an empty table."""
+    range_width: int | None = None
+    """Keys per range of ``range_rows`` (None: not counted by range)."""
+    range_rows: dict[int, int] = field(default_factory=dict)
+    """Rows per range of the first key column: range ``(key - low) // range_width``."""
 
 
 def connect(config: SourceConfig) -> Any:
@@ -57,9 +62,12 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def probe(conn: Any, source: str, key: list[str]) -> SourceState:
+def probe(
+    conn: Any, source: str, key: list[str], width_of: Callable[[Any, Any], int | None] | None = None
+) -> SourceState:
     """Row count, key range and newest key of ``source`` (``db.table``), with the server time, all of
-    one consistent snapshot."""
+    one consistent snapshot; with ``width_of`` (keys per range over the first key column's low and high,
+    None where it does not apply), the rows per range too."""
     db, table = source.split(".")
     name = f"{quoted(db)}.{quoted(table)}"
     first = quoted(key[0])
@@ -73,9 +81,14 @@ def probe(conn: Any, source: str, key: list[str]) -> SourceState:
             low, high, rows = cur.fetchone()
             cur.execute(f"SELECT {', '.join(quoted(k) for k in key)} FROM {name} ORDER BY {newest_order} LIMIT 1")
             newest = cur.fetchone()
+            size = width_of(low, high) if width_of is not None and low is not None else None
+            by_range: dict[int, int] = {}
+            if size is not None:
+                cur.execute(f"SELECT ({first} - %s) DIV %s, COUNT(*) FROM {name} GROUP BY 1", (low, size))
+                by_range = {int(b): int(n) for b, n in cur.fetchall()}
         finally:
             cur.execute("COMMIT")
-    return SourceState(at_ms, int(rows), low, high, tuple(newest) if newest else None)
+    return SourceState(at_ms, int(rows), low, high, tuple(newest) if newest else None, size, by_range)
 
 
 def primary_key(conn: Any, source: str) -> list[str] | None:

@@ -4,7 +4,7 @@ moment, allowing for what the stream applied after it."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -22,12 +22,21 @@ class DeltaState:
     live, or deleted by a change the source made after it."""
     newest_key_present: bool | None
     """Whether the source's newest key has such a row (None: the source is empty)."""
+    range_rows: dict[int, int] = field(default_factory=dict)
+    """Such rows per range of the first key column, ``(key - low) // width`` (with a ``width``)."""
 
 
 def read_state(
-    table_rs: Any, key: list[str], low: Any, high: Any, at_ms: int, newest: tuple[Any, ...] | None
+    table_rs: Any,
+    key: list[str],
+    low: Any,
+    high: Any,
+    at_ms: int,
+    newest: tuple[Any, ...] | None,
+    width: int | None = None,
 ) -> DeltaState:
-    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.delta.delta_rs.open_table`)."""
+    """``table_rs``: the table opened with delta-rs (:func:`cdc_delta.delta.delta_rs.open_table`); with
+    ``width``, the rows are counted by range of the first key column too, as the source's."""
     # An empty source (no range): nothing at all may be live in Delta.
     low_high = None if low is None else (ds.field(key[0]) >= low) & (ds.field(key[0]) <= high)
     table = read(table_rs.to_pyarrow_dataset(), [*key, C.DELETED, C.SOURCE_TS], low_high)
@@ -38,7 +47,12 @@ def read_state(
         for name, value in zip(key, newest, strict=True):
             same = pc.and_(same, pc.equal(table[name], pa.scalar(value, table.schema.field(name).type)))
         present = bool(pc.any(pc.and_(same, existed)).as_py())
-    return DeltaState(int(pc.sum(pc.cast(existed, pa.int64())).as_py() or 0), present)
+    by_range: dict[int, int] = {}
+    if width is not None and pa.types.is_integer(table.schema.field(key[0]).type):
+        keys = pc.filter(table[key[0]], existed).cast(pa.int64())  # the source's keys fit: its low is one
+        ranges = pc.divide(pc.subtract(keys, pa.scalar(low, pa.int64())), pa.scalar(width, pa.int64()))
+        by_range = {int(c["values"]): int(c["counts"]) for c in pc.value_counts(ranges).to_pylist()}
+    return DeltaState(int(pc.sum(pc.cast(existed, pa.int64())).as_py() or 0), present, by_range)
 
 
 def _existed(table: pa.Table, at_ms: int) -> pa.Array:

@@ -21,7 +21,7 @@ from typing import Any
 from cdc_delta import source_db
 from cdc_delta.changelog.status import wait_merged
 from cdc_delta.changelog.table_index import Made, discovered_without_spark, knowing
-from cdc_delta.check import delta_side, kafka_side
+from cdc_delta.check import delta_side, kafka_side, key_ranges
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.delta.delta_rs import open_table
 from cdc_delta.kafka.applied import end_offsets, wait_applied
@@ -50,6 +50,8 @@ class TableCheck:
     newest_source_key_in_delta: bool | None = None
     kafka_newest_checked: int = 0
     kafka_newest_missing: list[str] = field(default_factory=list)
+    repair_where: str | None = None
+    """The key ranges whose counts differ, as ``resnapshot --where`` (None: the whole table)."""
     attempts: int = 0
     duration_s: float = 0.0
 
@@ -63,8 +65,11 @@ class TableCheck:
                 f"newest record of {self.kafka_newest_checked} partition(s) applied"
             )
         label = {FAILED: "FAILED ", BEHIND: "BEHIND ", SKIPPED: "skipped"}[self.status]
+        where = f' --where "{self.repair_where}"' if self.repair_where else ""
         repair = (
-            f" (repair: cdc-delta resnapshot --table {self.table} --delete-missing)" if self.status == FAILED else ""
+            f" (repair: cdc-delta resnapshot --table {self.table}{where} --delete-missing)"
+            if self.status == FAILED
+            else ""
         )
         return f"{label} {self.table}: {self.reason}{repair}"
 
@@ -137,7 +142,7 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
     settings = config.source.check
     probed = time.monotonic()
     try:
-        state = source_db.probe(conn, source, list(table.key))
+        state = source_db.probe(conn, source, list(table.key), key_ranges.width)
     except pymysql.err.ProgrammingError as exc:
         return TableCheck(
             table.name, source, FAILED, f"cannot read source table {source}: {exc.args[-1]}", attempts=attempt
@@ -177,13 +182,16 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
         if state.rows == 0:
             return dataclasses.replace(base, status=OK, delta_rows=0, difference=0)
         return dataclasses.replace(base, reason=f"no Delta table at {path}, {state.rows} rows in {source}")
-    delta = delta_side.read_state(table_rs, list(table.key), state.low, state.high, state.at_ms, state.newest_key)
+    delta = delta_side.read_state(
+        table_rs, list(table.key), state.low, state.high, state.at_ms, state.newest_key, state.range_width
+    )
     events = kafka_side.newest_events(config, table, ends)
-    missing = [
-        f"{e.topic}[{e.partition}]@{e.offset} key {e.key}"
+    unapplied = [
+        e
         for e in events
         if not delta_side.has_applied(table_rs, list(table.key), e.key, e.topic, e.partition, e.offset)
     ]
+    missing = [f"{e.topic}[{e.partition}]@{e.offset} key {e.key}" for e in unapplied]
     problems = []
     if delta.rows != state.rows:
         problems.append(
@@ -203,4 +211,21 @@ def _probe(config: AppConfig, conn: Any, table: TableConfig, source: str, attemp
         newest_source_key_in_delta=delta.newest_key_present,
         kafka_newest_checked=len(events),
         kafka_newest_missing=missing,
+        repair_where=_repair_where(table, state, delta, [e.key for e in unapplied]) if problems else None,
     )
+
+
+def _repair_where(
+    table: TableConfig, state: source_db.SourceState, delta: delta_side.DeltaState, unapplied: list[dict[str, Any]]
+) -> str | None:
+    """The key ranges where the table differs, as a ``--where`` (None: read the whole table)."""
+    buckets = key_ranges.Buckets.over(state.low, state.high)
+    if buckets is None or state.range_width != buckets.width:
+        return None
+    keys = [k[table.key[0]] for k in unapplied]
+    if delta.newest_key_present is False and state.newest_key:
+        keys.append(state.newest_key[0])
+    if not all(isinstance(k, int) and buckets.low <= k <= buckets.high for k in keys):
+        return None  # a key outside the source's range differs: the whole table
+    ranges = key_ranges.differing(state.range_rows, delta.range_rows, [buckets.of(k) for k in keys])
+    return key_ranges.repair_where(table.key[0], buckets, ranges)

@@ -14,6 +14,7 @@ from cdc_delta.metrics.textfile import job_metrics
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from cdc_delta.check.run import TableCheck
     from cdc_delta.views.fresh import FreshView
     from cdc_delta.views.live_tables import LiveTable
 
@@ -104,18 +105,30 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"check: {len(report.tables)} table(s), {len(report.failed)} failing, in {report.duration_s}s",
         file=sys.stderr if report.failed else sys.stdout,
     )
-    differ = [t.table for t in report.tables if t.status == FAILED]
+    differ = [t for t in report.tables if t.status == FAILED]
     if args.repair and differ:
-        from cdc_delta.repair.run import check_request, resnapshot, targets
-
-        print(f"check: repairing {', '.join(differ)} (cdc-delta resnapshot --delete-missing)")
-        chosen = targets(config, differ, None)
-        check_request(config, chosen, None, blocking=False)
-        results = resnapshot(spark_for(config), config, chosen, None, blocking=False, delete_missing=True)
-        for result in results:
-            print(result.line())
-        return EXIT_ATTENTION if any(r.needs_attention for r in results) or len(differ) < len(report.failed) else 0
+        return _repair(config, differ, len(report.failed))
     return run.exit_code
+
+
+def _repair(config: AppConfig, differ: list[TableCheck], failing: int) -> int:
+    """Re-snapshot the tables that differ, each over the key ranges where it does (the whole table where
+    those are not known): one request per --where."""
+    from cdc_delta.repair.run import check_request, resnapshot, targets
+
+    by_where: dict[str | None, list[str]] = {}
+    for table in differ:
+        by_where.setdefault(table.repair_where, []).append(table.table)
+    results = []
+    for where, names in by_where.items():
+        over = f' --where "{where}"' if where else ""
+        print(f"check: repairing {', '.join(names)} (cdc-delta resnapshot{over} --delete-missing)")
+        chosen = targets(config, names, None)
+        check_request(config, chosen, where, blocking=False)
+        results += resnapshot(lambda: spark_for(config), config, chosen, where, blocking=False, delete_missing=True)
+    for result in results:
+        print(result.line())
+    return EXIT_ATTENTION if any(r.needs_attention for r in results) or len(differ) < failing else 0
 
 
 def cmd_live_tables(args: argparse.Namespace) -> int:
@@ -246,8 +259,8 @@ def add_commands(sub: Any) -> None:
     check.add_argument(
         "--repair",
         action="store_true",
-        help="re-read each table that differs from the source (cdc-delta resnapshot --delete-missing); exit 0 "
-        "when every one was repaired",
+        help="re-read each table that differs from the source (cdc-delta resnapshot --delete-missing), over the "
+        "key ranges where it differs where the first key column is an integer; exit 0 when every one was repaired",
     )
     check.set_defaults(func=cmd_check)
 

@@ -224,3 +224,4 @@ def test_exact_through_two_kill_9_of_the_stream_and_a_restart_of_connect(
     failed = [line for line in run.stdout.splitlines() if not line.startswith("ok ")]
     assert len(failed) == 1 and failed[0].startswith(f"FAILED  {pipe.db}.plain: "), run.stdout
     assert "(-1)" in failed[0], failed[0]
+    assert f'(repair: cdc-delta resnapshot --table {pipe.db}.plain --where "id BETWEEN 1 AND ' in failed[0], failed[0]
