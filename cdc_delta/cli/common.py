@@ -28,6 +28,17 @@ def spark_for(config: AppConfig, extra: dict[str, str] | None = None) -> SparkSe
 
 
 @contextmanager
+def session_meanwhile(config: AppConfig) -> Iterator[Callable[[], SparkSession]]:
+    """Start the Spark session in a thread while the block does what needs none (a signal, a wait): the
+    block gets a function that returns the session, waiting for it where it is not up yet."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
+        started = pool.submit(spark_for, config)
+        yield started.result
+
+
+@contextmanager
 def leases(
     config: AppConfig, roles: list[Role], command: str, on_lost: Callable[[Holder], Any] | None = None
 ) -> Iterator[None]:

@@ -4,11 +4,14 @@ binlog, and wait until the rows read are merged."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cdc_delta.cli.common import add_config_argument, leases, spark_for
-from cdc_delta.config import load_config
-from cdc_delta.exceptions import EXIT_ATTENTION
+from cdc_delta.cli.common import add_config_argument, leases, logger, session_meanwhile, spark_for
+from cdc_delta.config import AppConfig, load_config
+from cdc_delta.exceptions import EXIT_ATTENTION, RepairError
+
+if TYPE_CHECKING:
+    from cdc_delta.repair.run import Reread
 
 
 def cmd_resnapshot(args: argparse.Namespace) -> int:
@@ -17,7 +20,8 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     chosen = targets(config, args.table, args.connector)
     check_request(config, chosen, args.where, args.blocking)
-    results = resnapshot(spark_for(config), config, chosen, args.where, args.blocking, args.delete_missing)
+    with session_meanwhile(config) as spark:  # the signal goes out while Spark starts
+        results = resnapshot(spark, config, chosen, args.where, args.blocking, args.delete_missing)
     for result in results:
         print(result.line())
     return EXIT_ATTENTION if any(r.needs_attention for r in results) else 0
@@ -36,13 +40,36 @@ def cmd_accept_gap(args: argparse.Namespace) -> int:
         print(f"accepted: {gap.range()}: {gap.records} records lost (recorded in the lake's repair log)")
     moved = f"checkpoint moved to {accepted.checkpoint_moved_to}; " if accepted.checkpoint_moved_to else ""
     print(f"{moved}consumer group {config.app_id} set past the gap: the stream starts there, under a new epoch")
-    if accepted.tables:
-        tables = " ".join(f"--table {t}" for t in accepted.tables)
+    if not accepted.tables:
+        return 0
+    tables = " ".join(f"--table {t}" for t in accepted.tables)
+    follow = f"cdc-delta resnapshot --config {args.config} {tables} --delete-missing"
+    print(f"re-snapshot needed: {', '.join(accepted.tables)} (status says so until it is done); the stream may start")
+    started = _start_resnapshot(config, accepted.tables)
+    if started is None:
+        print(f"start the stream, then {follow}")
+        return 0
+    for result in started:
         print(
-            f"re-snapshot needed: {', '.join(accepted.tables)} (status says so until it is done): start the stream, "
-            f"then cdc-delta resnapshot --config {args.config} {tables} --delete-missing"
+            result.line() if result.problem else f"read again: {result.table}: {result.rows_read} rows read by Debezium"
         )
-    return 0
+    print(f"start the stream (if it is not), then {follow}: it follows this re-snapshot until merged (no second read)")
+    return EXIT_ATTENTION if any(r.problem for r in started) else 0
+
+
+def _start_resnapshot(config: AppConfig, tables: list[str]) -> list[Reread] | None:
+    """Have Debezium read the tables a gap fed again, where their connector takes signals; None (with the
+    reason logged) where it cannot: then ``resnapshot`` does it all."""
+    from cdc_delta.repair.run import check_request, start, targets
+
+    try:
+        chosen = targets(config, tables, None)
+        check_request(config, chosen, None, blocking=False)
+    except RepairError as exc:
+        logger.warning("the re-snapshot is not started here: %s", exc)
+        return None
+    logger.info("accept-gap: having Debezium read %s again (the stream may run meanwhile)", ", ".join(tables))
+    return start(lambda: spark_for(config), config, chosen)
 
 
 def add_commands(sub: Any) -> None:
@@ -55,9 +82,12 @@ def add_commands(sub: Any) -> None:
             "naming the ranges and tables) and nothing is skipped. This command, run with the stream stopped, "
             "records the ranges in the lake's repair log, sets the stream's consumer group past them (and where "
             "the stream stood on every other partition), and moves the checkpoint aside: the next start goes on "
-            "from there under a new epoch. The tables the lost records fed need a re-snapshot (cdc-delta "
-            "resnapshot), which status names until it is done. Exit codes: 0 done or no gap, 2 refused, 69 Kafka "
-            "cannot be reached."
+            "from there under a new epoch. The tables the lost records fed need a re-snapshot, which status names "
+            "until it is done: where their connector takes signals, this command then has Debezium read them again "
+            "(the stream may be started meanwhile), and cdc-delta resnapshot --table T --delete-missing follows that "
+            "read until merged and names the rows the source lacks; elsewhere cdc-delta resnapshot does it all. "
+            "Exit codes: 0 done or no gap, 1 moved past the gap but the re-snapshot failed (named), 2 refused, "
+            "69 Kafka cannot be reached."
         ),
     )
     add_config_argument(gap)

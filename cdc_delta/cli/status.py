@@ -34,6 +34,8 @@ class Status:
     """Records Kafka deleted before the stream read them (where its consumer group stands)."""
     resnapshot_needed: dict[str, dt.datetime] = dataclasses.field(default_factory=dict)
     """Tables a gap accepted touched, with no re-snapshot since: when their last gap was accepted."""
+    resnapshot_started: set[str] = dataclasses.field(default_factory=set)
+    """Of those, the tables accept-gap had Debezium read again, for ``resnapshot`` to finish."""
     holders: dict[str, Holder | None] = dataclasses.field(default_factory=dict)
     """Who holds the lease of the stream and of the merger (:mod:`cdc_delta.lease`), alive or not."""
     kafka_unreachable: str | None = None
@@ -54,9 +56,11 @@ class Status:
                 "stream stops there; with it stopped, cdc-delta accept-gap moves past it"
             )
         for table, since in sorted(self.resnapshot_needed.items()):
+            started = " (accept-gap had it read again: this follows it until merged)"
             out.append(
                 f"re-snapshot needed: {table}: changes of it were lost in a gap accepted {since:%Y-%m-%d %H:%M} UTC "
-                f"(cdc-delta resnapshot --table {table})"
+                f"(cdc-delta resnapshot --table {table} --delete-missing"
+                f"{started if table in self.resnapshot_started else ''})"
             )
         if max_lag is not None and self.total_lag > max_lag:
             out.append(f"lag {self.total_lag} events is over --max-lag {max_lag}")
@@ -81,6 +85,7 @@ def read_status(config: AppConfig) -> Status:
     from cdc_delta.kafka.gaps import gaps_at
     from cdc_delta.kafka.offsets import partition_lag
     from cdc_delta.lease import holder_of
+    from cdc_delta.repair.started import unfinished
 
     kafka, unreachable = config.kafka, None
     try:
@@ -89,9 +94,13 @@ def read_status(config: AppConfig) -> Status:
         lags, unreachable = [], str(exc)
     newest, landed = landed_offsets(config)  # delta-rs reads the Delta logs: no Spark session to start
     tables = with_pending(config, table_status(config, indexed_without_spark(config).tables()))
-    needed = repair_log.resnapshot_needed(repair_log.entries(config))
+    log = repair_log.entries(config)
+    needed = repair_log.resnapshot_needed(log)
+    started = set(unfinished(log)) & set(needed)
     holders: dict[str, Holder | None] = {role: holder_of(config, role) for role in ("stream", "merge")}
-    return Status(lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed, holders, unreachable)
+    return Status(
+        lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed, started, holders, unreachable
+    )
 
 
 def lease_line(config: AppConfig, role: str, holder: Holder | None) -> str:

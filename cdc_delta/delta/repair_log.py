@@ -1,7 +1,8 @@
 """The repair log: a Delta table of the lake's gaps and repairs. ``accept-gap`` records each gap it moved
-past (topic, partition, the offsets lost, the tables they fed, when); ``resnapshot`` records each table
-whose re-read rows it saw merged. A table a gap touched needs a re-snapshot until one is recorded after
-the gap: ``status`` and the metrics say so. Written with Spark; read with delta-rs too (``status``)."""
+past (topic, partition, the offsets lost, the tables they fed, when) and each re-snapshot it started;
+``resnapshot`` records each table whose re-read rows it saw merged. A table a gap touched needs a
+re-snapshot until one is recorded after the gap: ``status`` and the metrics say so. Written with Spark;
+read with delta-rs too (``status``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ SCHEMA = (
 )
 GAP = "gap"
 RESNAPSHOT = "resnapshot"
+STARTED = "resnapshot-started"
+"""A re-snapshot ``accept-gap`` had Debezium read, which ``resnapshot`` finishes (:mod:`cdc_delta.repair.started`)."""
 
 
 def log_path(config: AppConfig) -> str:

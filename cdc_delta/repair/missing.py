@@ -13,25 +13,53 @@ then nothing is named missing (:func:`touched`).
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.changelog.status import merged_landing
+from cdc_delta.changelog.table import LAND_SEQ, TABLE
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.delta.delta_rs import open_table, read
 from cdc_delta.events.ordering import Seq
 from cdc_delta.retry import retry_on_conflict
-from cdc_delta.rows.as_of import live_rows
 from cdc_delta.rows.truncates import seq_literal, seq_sql
 
 
-def newest_held(spark: SparkSession, config: AppConfig, table: TableConfig) -> Seq | None:
-    """The newest ordering key among the table's rows and its pending changes (None: neither yet)."""
-    rows = live_rows(spark, config, [table]).get(table.name)
-    if rows is None:
-        return None
-    top = rows.agg(F.max(C.SEQ).alias("top")).first()
-    return None if top is None or top["top"] is None else Seq(*top["top"])
+def newest_held(config: AppConfig, table: TableConfig) -> Seq | None:
+    """The newest ordering key among the table's rows and its changes landed but not merged (None:
+    neither yet), read with delta-rs: no Spark to start before the signal. Read while the stream goes on, it
+    may miss the newest landing, which can only make the mark lower: fewer rows named missing, never a row
+    the snapshot read."""
+    import pyarrow.dataset as ds
+
+    tops = []
+    found = open_table(config, config.storage.table_path(table))
+    if found is not None:
+        tops.append(_newest(read(found.to_pyarrow_dataset(), [C.SEQ])[C.SEQ]))
+    changelog = open_table(config, config.changelog.located(config.storage.root))
+    if changelog is not None:
+        where = (ds.field(TABLE) == table.name) & (ds.field(LAND_SEQ) > merged_landing(config, table.name))
+        tops.append(_newest(read(changelog.to_pyarrow_dataset(), ["seq"], where)["seq"]))
+    held = [t for t in tops if t is not None]
+    return max(held) if held else None
+
+
+def _newest(seqs: pa.ChunkedArray) -> Seq | None:
+    """The greatest of ``seqs`` (a struct column of the ordering key's fields), compared as tuples."""
+    rows = seqs.combine_chunks()
+    rows = rows.filter(pc.is_valid(rows))
+    for name in Seq._fields:
+        if not len(rows):
+            return None
+        values = pc.struct_field(rows, name)
+        top = pc.max(values)
+        if top.is_valid:  # a field null in every row left orders none of them
+            rows = rows.filter(pc.fill_null(pc.equal(values, top), False))
+    return Seq(*(rows[0].as_py()[name] for name in Seq._fields)) if len(rows) else None
 
 
 def _stale(held: Seq, where: str | None, source: str) -> str:

@@ -18,6 +18,7 @@ import datetime as dt
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -37,6 +38,7 @@ from cdc_delta.repair import missing, signals
 from cdc_delta.repair.connector import SignalRoute, connector_for
 from cdc_delta.repair.notifications import BLOCKING, ENDS, INCREMENTAL, Notification, Notifications
 from cdc_delta.repair.placed import reads_placed
+from cdc_delta.repair.started import StartedRead, unfinished
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ class Reread:
     rows_read: int | None = None
     status: str = ""
     """Debezium's status of the table's scan (SUCCEEDED, EMPTY, NO_PRIMARY_KEY, ...)."""
+    signal_id: str = ""
     missing: int = 0
     missing_keys: list[tuple[object, ...]] = field(default_factory=list)
     deleted: int = 0
@@ -165,7 +168,7 @@ def check_request(config: AppConfig, chosen: list[Target], where: str | None, bl
 
 
 def resnapshot(
-    spark: SparkSession,
+    spark: Callable[[], SparkSession],
     config: AppConfig,
     chosen: list[Target],
     where: str | None,
@@ -173,21 +176,28 @@ def resnapshot(
     delete_missing: bool,
 ) -> list[Reread]:
     """Read ``chosen`` again from the source, wait until merged, name (and with ``delete_missing``
-    soft-delete) the rows the source lacks. One signal per connector."""
+    soft-delete) the rows the source lacks. One signal per connector. ``spark`` gives the session, asked
+    for only where it is needed (a --where, and once the reads are merged): the signal goes out first."""
     if where:
         for target in chosen:
-            problem = missing.check_where(spark, config, target.table, where)
+            problem = missing.check_where(spark(), config, target.table, where)
             if problem:
                 raise RepairError(f"--where {where!r} cannot be read over table {target.table.name}: {problem}")
-    held = {t.table.name: missing.newest_held(spark, config, t.table) if t.table.key else None for t in chosen}
-    before = {t.table.name: end_offsets(config, t.table) for t in chosen}
-    results = {t.table.name: Reread(t.table.name, t.source) for t in chosen}
-    deadline = time.monotonic() + config.repair.wait_seconds
-    by_connector: dict[str, list[Target]] = {}
+    # A re-snapshot accept-gap started is followed, not read again (the whole table, incremental: as it was).
+    started = unfinished(repair_log.entries(config)) if where is None and not blocking else {}
+    results, held, before = _read(config, [t for t in chosen if t.table.name not in started], where, blocking)
     for target in chosen:
-        by_connector.setdefault(target.route.connector, []).append(target)
-    for group in by_connector.values():
-        _snapshot(config, group, where, blocking, results, deadline)
+        if target.table.name in started:
+            entry, read = started[target.table.name]
+            logger.info(
+                "resnapshot: %s was read again at %s UTC (accept-gap, signal %s): following it, not reading again",
+                target.table.name,
+                f"{entry.at:%Y-%m-%d %H:%M:%S}",
+                read.signal_id,
+            )
+            results[target.table.name] = Reread(target.table.name, target.source, read.rows_read, read.status)
+            held[target.table.name], before[target.table.name] = read.held, read.before
+    deadline = time.monotonic() + config.repair.wait_seconds
     for target in chosen:
         result = results[target.table.name]
         if result.problem is None:
@@ -198,8 +208,47 @@ def resnapshot(
             )
     now = dt.datetime.now(dt.timezone.utc)
     done = [t.table.name for t in chosen if not results[t.table.name].needs_attention and where is None]
-    repair_log.record(spark, config, [repair_log.Entry(repair_log.RESNAPSHOT, now, name) for name in done])
+    if done:
+        repair_log.record(spark(), config, [repair_log.Entry(repair_log.RESNAPSHOT, now, name) for name in done])
     return [results[t.table.name] for t in chosen]
+
+
+def start(spark: Callable[[], SparkSession], config: AppConfig, chosen: list[Target]) -> list[Reread]:
+    """Have Debezium read ``chosen`` again (whole, incremental) and record each table read in the repair
+    log, for ``resnapshot`` to finish once the stream runs (:mod:`.started`): what ``accept-gap`` does
+    with the tables a gap fed, the stream being stopped."""
+    results, held, before = _read(config, chosen, None, False)
+    now = dt.datetime.now(dt.timezone.utc)
+    entries = [
+        repair_log.Entry(
+            repair_log.STARTED,
+            now,
+            t.table.name,
+            note=StartedRead(r.signal_id, held[t.table.name], before[t.table.name], r.rows_read, r.status).note(),
+        )
+        for t in chosen
+        if (r := results[t.table.name]).problem is None
+    ]
+    if entries:
+        repair_log.record(spark(), config, entries)
+    return [results[t.table.name] for t in chosen]
+
+
+def _read(
+    config: AppConfig, chosen: list[Target], where: str | None, blocking: bool
+) -> tuple[dict[str, Reread], dict[str, Seq | None], dict[str, dict[Partition, int]]]:
+    """Signal the snapshot of ``chosen`` (one signal per connector) and follow it until Debezium has read
+    them: each table's result, and the newest ordering key it held and its topics' ends before the signal."""
+    held = {t.table.name: missing.newest_held(config, t.table) if t.table.key else None for t in chosen}
+    before = {t.table.name: end_offsets(config, t.table) for t in chosen}
+    results = {t.table.name: Reread(t.table.name, t.source) for t in chosen}
+    deadline = time.monotonic() + config.repair.wait_seconds
+    by_connector: dict[str, list[Target]] = {}
+    for target in chosen:
+        by_connector.setdefault(target.route.connector, []).append(target)
+    for group in by_connector.values():
+        _snapshot(config, group, where, blocking, results, deadline)
+    return results, held, before
 
 
 def _snapshot(
@@ -215,6 +264,8 @@ def _snapshot(
     assert route.notification_topic is not None  # check_request refused a connector without
     by_source = {t.source.lower(): results[t.table.name] for t in group}
     signal_id = signals.new_signal_id()
+    for result in by_source.values():
+        result.signal_id = signal_id
     signal = signals.snapshot_signal(signal_id, [t.source for t in group], blocking, where)
     with Notifications(config, route.notification_topic) as notifications:
         sent_to = signals.send(config, route, signal)
@@ -290,7 +341,7 @@ def _merged(config: AppConfig, target: Target, result: Reread, deadline: float) 
 
 
 def _missing(
-    spark: SparkSession,
+    spark: Callable[[], SparkSession],
     config: AppConfig,
     target: Target,
     held: Seq | None,
@@ -304,7 +355,7 @@ def _missing(
     placed = reads_placed(config, target.table, before)
     if placed is None:  # not known from Kafka: every row read is newer than the mark where they were placed
         placed = result.rows_read is not None and (
-            missing.touched(spark, config, target.table, held, where) >= result.rows_read
+            missing.touched(spark(), config, target.table, held, where) >= result.rows_read
         )
     if not placed:
         result.problem = (
@@ -313,9 +364,9 @@ def _missing(
             "nothing was named missing; run it again as an incremental snapshot (without --blocking)"
         )
         return
-    rows = missing.missing_rows(spark, config, target.table, held, where, target.source)
+    rows = missing.missing_rows(spark(), config, target.table, held, where, target.source)
     keys = [tuple(r) for r in rows.limit(SHOWN_KEYS).collect()]
     result.missing = len(keys) if len(keys) < SHOWN_KEYS else rows.count()
     result.missing_keys = keys
     if delete_missing and result.missing:
-        result.deleted = missing.soft_delete_missing(spark, config, target.table, held, where, target.source)
+        result.deleted = missing.soft_delete_missing(spark(), config, target.table, held, where, target.source)

@@ -218,7 +218,8 @@ def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamPr
     """A table damaged in Delta (values changed, rows deleted, soft-deleted, rows the source never had)
     while writes to the source go on: an incremental resnapshot makes it equal ``SELECT *``, the rows the
     source lacks soft-deleted, the other table untouched; a blocking one limited by --where repairs what
-    it takes and leaves the rest; check names the repair of a table that differs and --repair runs it."""
+    it takes and leaves the rest; check names the repair of a table that differs, over the key range
+    where it differs, and --repair runs it."""
     orders_table, customers_table = lake_table(pipe.db, "orders"), lake_table(pipe.db, "customers")
     caught_up(spark, pipe, config, 2, orders_table, customers_table)
     cfg = load_config(config, env={})
@@ -252,9 +253,11 @@ def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamPr
     lost = live_id(pipe, "id > 0")
     retry_on_conflict(lambda: table.delete(f"id = {lost}"), "damaging the table", 10)
     run = cdc_delta_here(config, "check", "--table", orders_table.name)
-    assert run.returncode == 1 and f"cdc-delta resnapshot --table {orders_table.name}" in run.stdout, run.stdout
+    named = f'cdc-delta resnapshot --table {orders_table.name} --where "id BETWEEN {lost} AND '
+    assert run.returncode == 1 and named in run.stdout, run.stdout  # the range the row was lost from
     run = cdc_delta_here(config, "check", "--table", orders_table.name, "--repair")
     assert run.returncode == 0 and f"repaired {orders_table.name}: " in run.stdout, run.stdout + run.stderr[-3000:]
+    assert f'--where "id BETWEEN {lost} AND ' in run.stdout, run.stdout
     caught_up(spark, pipe, config, 5, orders_table, customers_table)
     log = stream.log.read_text(errors="replace")
     assert "Traceback" not in log
@@ -297,9 +300,10 @@ def signals_sent(pipe: Pipeline) -> int:
 
 def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamProcess) -> None:
     """Changes deleted from Kafka before the stream read them: the stream stops in one line (exit 2),
-    status shows the gap, accept-gap moves past it on the record, the stream applies what came after,
-    and a re-snapshot makes the table equal the source again; a table added to the capture later is
-    filled by a re-snapshot too."""
+    status shows the gap, accept-gap moves past it on the record and has the table read again, the stream
+    applies what came after, and resnapshot follows that read until merged: the table equals the source
+    again; a table added to the capture later is filled by a re-snapshot too, and a connector whose only
+    channel is its signal table is signalled through it."""
     orders = lake_table(pipe.db, "orders")
     assert stream.proc is not None
     refused = cdc_delta(config, "accept-gap", timeout=120)  # the running stream holds the checkpoint it moves
@@ -326,19 +330,24 @@ def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stre
     status = cdc_delta(config, "status")
     assert status.returncode == 1 and f"gap: {topic}[0] offsets " in status.stdout, status.stdout[-2000:]
 
-    accepted = cdc_delta(config, "accept-gap", timeout=300)
-    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    sent = signals_sent(pipe)
+    accepted = cdc_delta(config, "accept-gap", timeout=400)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr[-3000:]
     assert (
         f"accepted: {topic}[0] offsets " in accepted.stdout and f"re-snapshot needed: {orders.name}" in accepted.stdout
     )
+    # Where the connector takes signals, accept-gap has the table read again itself, the stream stopped.
+    assert f"read again: {orders.name}: " in accepted.stdout and signals_sent(pipe) == sent + 1, accepted.stdout
     status = cdc_delta(config, "status")
     assert status.returncode == 1 and f"re-snapshot needed: {orders.name}: " in status.stdout, status.stdout
-    assert "gap: " not in status.stdout
+    assert "accept-gap had it read again" in status.stdout and "gap: " not in status.stdout, status.stdout
 
     stream.start()
     wait_for(lambda: after_the_gap_applied(spark, pipe, config), 180, "the changes after the gap")
     code, out = resnapshot(config, "--table", orders.name, "--delete-missing")
     assert code == 0, out[-4000:]
+    # It followed accept-gap's re-snapshot to its end (no second read); the deletes lost are soft-deleted.
+    assert "following it, not reading again" in out and signals_sent(pipe) == sent + 1, out[-3000:]
     caught_up(spark, pipe, config, 7, orders)
     status = cdc_delta(config, "status")
     assert status.returncode == 0, status.stdout[-2000:]
@@ -353,6 +362,21 @@ def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stre
     code, out = resnapshot(config, "--table", late.name)
     assert code == 0, out[-4000:]
     caught_up(spark, pipe, config, 8, orders, late)
+
+    # The signal table as the connector's only channel: the signal goes in by an INSERT through source:.
+    settings = client.config(pipe.connector) or {}
+    client.put_config(pipe.connector, {**settings, "signal.enabled.channels": "source"})
+    time.sleep(5)
+    wait_for(lambda: connector_running(client, pipe.connector), 120, "the connector restarted")
+    customers = lake_table(pipe.db, "customers")
+    path = load_config(config, env={}).table_path(customers.name)
+    drift = DeltaTable.forPath(spark, path)
+    retry_on_conflict(lambda: drift.update("id = 7", {"name": F.lit("drifted")}), "damaging the table", 10)
+    sent = signals_sent(pipe)
+    code, out = resnapshot(config, "--table", customers.name)
+    assert code == 0 and f"on its signal table {pipe.db}.debezium_signal" in out, out[-4000:]
+    assert signals_sent(pipe) == sent  # nothing on the Kafka channel
+    caught_up(spark, pipe, config, 9, orders, late, customers)
 
 
 def connector_running(client: Any, name: str) -> bool:

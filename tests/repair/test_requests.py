@@ -121,3 +121,32 @@ def test_notifications_are_read_from_the_connectors_json_with_or_without_schema(
     assert Notification.parse(b"not json") is None and Notification.parse(b'{"id": 1}') is None
     started = Notification.parse(json.dumps({**payload, "type": "STARTED", "additional_data": None}).encode())
     assert started is not None and started.progress() == "started"
+
+
+def test_a_started_resnapshot_is_recorded_whole_and_finished_once() -> None:
+    """What accept-gap records of a re-snapshot it started is what resnapshot reads back to finish it; a
+    repair recorded after it, or a later gap, ends it."""
+    import datetime as dt
+
+    from cdc_delta.delta.repair_log import GAP, RESNAPSHOT, STARTED, Entry, resnapshot_needed
+    from cdc_delta.events.ordering import Seq
+    from cdc_delta.repair.started import StartedRead, unfinished
+
+    read = StartedRead(
+        "sig-1", Seq(1, 0, 3, 4, 0, 5, 0, 9), {("t.orders", 0): 12, ("t.orders", 1): 0}, 300, "SUCCEEDED"
+    )
+    assert StartedRead.of_note(read.note()) == read
+    empty = StartedRead("sig-2", None, {}, 0, "EMPTY")
+    assert StartedRead.of_note(empty.note()) == empty
+
+    t = [dt.datetime(2026, 12, 6, 1, m, tzinfo=dt.timezone.utc) for m in range(6)]
+    log = [
+        Entry(GAP, t[0], "db.orders", "t.orders", 0, 3, 12),
+        Entry(GAP, t[0], "db.lines", "t.lines", 0, 3, 12),
+        Entry(STARTED, t[1], "db.orders", note=read.note()),
+        Entry(STARTED, t[1], "db.lines", note=empty.note()),
+    ]
+    assert {name: r for name, (_, r) in unfinished(log).items()} == {"db.orders": read, "db.lines": empty}
+    assert set(resnapshot_needed(log)) == {"db.orders", "db.lines"}  # started is not repaired
+    later = [*log, Entry(RESNAPSHOT, t[2], "db.orders"), Entry(GAP, t[3], "db.lines", "t.lines", 0, 20, 25)]
+    assert unfinished(later) == {} and set(resnapshot_needed(later)) == {"db.lines"}
