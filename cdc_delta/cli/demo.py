@@ -18,9 +18,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     root = Path(args.dir or tempfile.mkdtemp(prefix="cdc-delta-demo-"))
     spark = build_session(SparkConfig())
     results = run_demo(spark, root, args.events, args.batches)
-    totals = {k: sum(getattr(r, k) for r in results) for k in ("rows_in", "applied", "dead_lettered", "skipped")}
+    totals = {k: sum(getattr(r, k) for r in results) for k in ("rows_in", "landed", "dead_lettered", "skipped")}
     print(
-        f"demo: {len(results)} batches, {totals['rows_in']} records in, {totals['applied']} applied, "
+        f"demo: {len(results)} batches, {totals['rows_in']} records in, {totals['landed']} landed, "
         f"{totals['dead_lettered']} dead-lettered, {totals['skipped']} skipped; tables under {root}"
     )
     config = demo_config(root)

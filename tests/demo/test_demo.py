@@ -28,3 +28,16 @@ def test_demo_tables_equal_the_source(spark, tmp_path: Path) -> None:
     shards = spark.read.format("delta").load(config.storage.table_path(config.table("shop.orders")))
     live_shards = {(r["_cdc_source_db"], r["id"]) for r in shards.where("NOT _cdc_deleted").collect()}
     assert live_shards == {(t.db, k) for t in DEMO_TABLES[1:] for k in source.rows[(t.db, t.table)]}
+
+
+def test_the_demo_command_applies_the_events_and_shows_the_tables(spark, tmp_path: Path, capsys) -> None:
+    from cdc_delta.cli.main import main
+
+    try:
+        assert main(["demo", "--dir", str(tmp_path), "--events", "120", "--batches", "2"]) == 0
+    finally:  # the session is the suite's: its catalog keeps no table of this folder
+        for table in ("inventory.orders", "shop.orders"):
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+    out = capsys.readouterr().out
+    assert "demo: 2 batches, 122 records in, 120 landed, 1 dead-lettered, 1 skipped; tables under " in out, out
+    assert "FROM shop.orders GROUP BY 1" in out and "dead letters:" in out
