@@ -276,6 +276,45 @@ def connect_worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactor
         worker.stop()
 
 
+class Trino:
+    """A Trino server started by scripts/trino.sh (a Delta Lake catalog ``delta`` on the local file system),
+    queried over its HTTP protocol (``requests``; no client library)."""
+
+    def __init__(self, port: int, folder: Path) -> None:
+        self.port, self.folder = port, folder
+        self.url = f"http://127.0.0.1:{port}"
+
+    def _run(self, command: str) -> None:
+        env = {**os.environ, "TRINO_DIR": str(self.folder)}
+        subprocess.run([str(ROOT / "scripts" / "trino.sh"), command, str(self.port)], check=True, env=env, timeout=600)
+
+    def query(self, sql: str) -> list[list[Any]]:
+        """The rows of ``sql`` (values as Trino's JSON gives them), or AssertionError with Trino's message."""
+        import requests
+
+        page = requests.post(
+            f"{self.url}/v1/statement", data=sql.encode(), headers={"X-Trino-User": "tests"}, timeout=60
+        )
+        reply, rows = page.json(), []
+        while True:
+            assert "error" not in reply, f"Trino: {reply['error']['message']} ({sql})"
+            rows += reply.get("data", [])
+            if "nextUri" not in reply:
+                return rows
+            reply = requests.get(reply["nextUri"], timeout=60).json()
+
+
+@pytest.fixture(scope="session")
+def trino(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trino]:
+    """One Trino server for the session (trino-server 476, downloaded once per machine into the cache)."""
+    server = Trino(free_port(), tmp_path_factory.mktemp("trino"))
+    server._run("start")
+    try:
+        yield server
+    finally:
+        server._run("stop")
+
+
 @pytest.fixture(scope="session")
 def schema_registry() -> Iterator[StandInRegistry]:
     """The stand-in schema registry (tests/registry.py: why no real one runs here)."""
