@@ -22,7 +22,7 @@ jars="$root/.jars/connect"
 url="http://127.0.0.1:$port"
 
 # shellcheck source=scripts/service-lib.sh
-source "$root/scripts/service-lib.sh"  # running, stop_service
+source "$root/scripts/service-lib.sh"  # running, await_ready, stop_service
 # Ready once the REST API answers and the Debezium plugins are loaded.
 ready() { curl -fsS --max-time 2 "$url/connector-plugins" 2>/dev/null | grep -q 'io.debezium.connector.mariadb.MariaDbConnector'; }
 
@@ -69,13 +69,8 @@ PROPS
     "-Dlog4j2.configurationFile=$dir/log4j2.properties" \
     org.apache.kafka.connect.cli.ConnectDistributed "$dir/connect.properties" >"$dir/stdout.log" 2>&1 &
   echo $! >"$pidfile"
-  for _ in $(seq 1 240); do
-    if ready; then echo "connect: ready on $url (pid $(cat "$pidfile"), Kafka $bootstrap, log $dir/connect.log)"; return 0; fi
-    running || { echo "connect: exited during start; see $dir/connect.log" >&2; tail -20 "$dir/stdout.log" "$dir/connect.log" >&2 || true; exit 1; }
-    sleep 0.5
-  done
-  echo "connect: not ready on $url after 120 s; see $dir/connect.log" >&2
-  exit 1
+  await_ready connect 120 "connect: ready on $url (pid $(cat "$pidfile"), Kafka $bootstrap, log $dir/connect.log)" \
+    "$dir/stdout.log" "$dir/connect.log"
 }
 
 

@@ -23,7 +23,7 @@ pidfile="$dir/kafka.pid"
 jars="$root/.jars/kafka"
 
 # shellcheck source=scripts/service-lib.sh
-source "$root/scripts/service-lib.sh"  # running, stop_service
+source "$root/scripts/service-lib.sh"  # running, await_ready, stop_service
 ready() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 
 start() {
@@ -110,13 +110,8 @@ PROPS
   fi
   nohup "${java_cmd[@]}" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 &
   echo $! >"$pidfile"
-  for _ in $(seq 1 120); do
-    if ready; then echo "kafka: ready on 127.0.0.1:$port (pid $(cat "$pidfile"), data in $dir)"; return 0; fi
-    running || { echo "kafka: exited during start; see $dir/server.log and $dir/stdout.log" >&2; tail -20 "$dir/stdout.log" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "kafka: not ready on 127.0.0.1:$port after 60 s; see $dir/server.log" >&2
-  exit 1
+  await_ready kafka 60 "kafka: ready on 127.0.0.1:$port (pid $(cat "$pidfile"), data in $dir)" \
+    "$dir/stdout.log" "$dir/server.log"
 }
 
 tls_files() {  # a CA and the broker's key and certificate (127.0.0.1, localhost), made once per KAFKA_DIR

@@ -22,7 +22,7 @@ cache="${TRINO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cdc-delta}"
 home="$cache/trino-server-$version"
 
 # shellcheck source=scripts/service-lib.sh
-source "$root/scripts/service-lib.sh"  # running, stop_service
+source "$root/scripts/service-lib.sh"  # running, await_ready, stop_service
 ready() { curl -sf "http://127.0.0.1:$port/v1/info" 2>/dev/null | grep -q '"starting":false'; }
 
 fetch() {
@@ -104,13 +104,8 @@ start() {
   nohup "$home/bin/launcher" run --etc-dir "$dir/etc" --data-dir "$dir/data" --jvm-dir "$java" \
     > "$dir/trino.log" 2>&1 &
   echo $! > "$pidfile"
-  for _ in $(seq 1 360); do
-    if ready; then echo "trino: ready on http://127.0.0.1:$port (pid $(cat "$pidfile"), log $dir/trino.log)"; return 0; fi
-    running || { echo "trino: exited while starting; the end of $dir/trino.log:" >&2; tail -20 "$dir/trino.log" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "trino: not ready after 180 s; see $dir/trino.log" >&2
-  exit 1
+  await_ready trino 180 "trino: ready on http://127.0.0.1:$port (pid $(cat "$pidfile"), log $dir/trino.log)" \
+    "$dir/trino.log"
 }
 
 case "$cmd" in
