@@ -3,7 +3,8 @@
 launched by the worker). The nodes' Python has cdc-delta's dependencies but not cdc-delta (the test
 venv's packages without its editable install), so the package comes from ``--py-files`` only. The
 generated changes are landed and merged equal to the generator's source state, and the undecodable
-records dead-lettered by the Python decoder, which runs on the executor."""
+records dead-lettered by the Python decoder, which runs on the executor. The hourly maintenance job,
+submitted the same way, compacts and vacuums the tables and leaves their rows as they were."""
 
 from __future__ import annotations
 
@@ -133,9 +134,25 @@ def test_spark_submit_on_a_standalone_cluster_lands_and_merges_with_the_package_
         log = submitted.stdout + submitted.stderr
         (tmp_path / "submit.log").write_text(log)
         assert submitted.returncode == 0, log[-5000:]
+        # The hourly job, submitted the same way: the tables compacted and vacuumed, their rows as they were.
+        maintained = subprocess.run(
+            [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--packages", PACKAGES]
+            + ["--jars", str(dist / "cdc-delta-decoder.jar"), "--py-files", str(dist / "cdc_delta.zip")]
+            + ["--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false"]
+            + [str(ROOT / "maintenance" / "run_maintenance.py"), "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+            env=env,
+        )
+        (tmp_path / "maintain.log").write_text(maintained.stdout + maintained.stderr)
+        assert maintained.returncode == 0, (maintained.stdout + maintained.stderr)[-5000:]
     worker_log = (tmp_path / "worker.log").read_text(errors="replace")
     assert "Asked to launch executor" in worker_log, worker_log[-3000:]  # the work ran in the worker's executor
-    (executor,) = (tmp_path / "work").glob("app-*/0")
+    maintenance = [DeltaTable(str(tmp_path / "lake" / t)).history(3) for t in ("inventory/orders", "shop/orders")]
+    assert all({"OPTIMIZE", "VACUUM END"} <= {c["operation"] for c in h} for h in maintenance), maintenance
+    executor = sorted((tmp_path / "work").glob("app-*/0"))[0]  # the stream's application, the first
     assert (executor / "cdc_delta.zip").is_file() and (executor / "cdc-delta-decoder.jar").is_file()
     assert "PythonUDFWithNamedArgumentsRunner" in (executor / "stderr").read_text(errors="replace")  # the UDF ran there
     # The undecodable records: decoded by the Python decoder (a UDF, on the executor), dead-lettered.
