@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cdc_delta.cli.common import add_config_argument, logger, spark_for
+from cdc_delta.cli.common import add_config_argument, logger, session_meanwhile, spark_for
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_NOT_READY, CdcDeltaError
 from cdc_delta.metrics.textfile import job_metrics
@@ -120,12 +120,13 @@ def _repair(config: AppConfig, differ: list[TableCheck], failing: int) -> int:
     for table in differ:
         by_where.setdefault(table.repair_where, []).append(table.table)
     results = []
-    for where, names in by_where.items():
-        over = f' --where "{where}"' if where else ""
-        print(f"check: repairing {', '.join(names)} (cdc-delta resnapshot{over} --delete-missing)")
-        chosen = targets(config, names, None)
-        check_request(config, chosen, where, blocking=False)
-        results += resnapshot(lambda: spark_for(config), config, chosen, where, blocking=False, delete_missing=True)
+    with session_meanwhile(config) as spark:  # the signals go out while Spark starts, as resnapshot's do
+        for where, names in by_where.items():
+            over = f' --where "{where}"' if where else ""
+            print(f"check: repairing {', '.join(names)} (cdc-delta resnapshot{over} --delete-missing)")
+            chosen = targets(config, names, None)
+            check_request(config, chosen, where, blocking=False)
+            results += resnapshot(spark, config, chosen, where, blocking=False, delete_missing=True)
     for result in results:
         print(result.line())
     return EXIT_ATTENTION if any(r.needs_attention for r in results) or len(differ) < failing else 0

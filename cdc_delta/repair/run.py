@@ -185,7 +185,9 @@ def resnapshot(
                 raise RepairError(f"--where {where!r} cannot be read over table {target.table.name}: {problem}")
     # A re-snapshot accept-gap started is followed, not read again (the whole table, incremental: as it was).
     started = unfinished(repair_log.entries(config)) if where is None and not blocking else {}
-    results, held, before = _read(config, [t for t in chosen if t.table.name not in started], where, blocking)
+    deadline = time.monotonic() + config.repair.wait_seconds  # one wait for the read and the merge together
+    reread = [t for t in chosen if t.table.name not in started]
+    results, held, before = _read(config, reread, where, blocking, deadline)
     for target in chosen:
         if target.table.name in started:
             entry, read = started[target.table.name]
@@ -197,7 +199,6 @@ def resnapshot(
             )
             results[target.table.name] = Reread(target.table.name, target.source, read.rows_read, read.status)
             held[target.table.name], before[target.table.name] = read.held, read.before
-    deadline = time.monotonic() + config.repair.wait_seconds
     for target in chosen:
         result = results[target.table.name]
         if result.problem is None:
@@ -217,7 +218,7 @@ def start(spark: Callable[[], SparkSession], config: AppConfig, chosen: list[Tar
     """Have Debezium read ``chosen`` again (whole, incremental) and record each table read in the repair
     log, for ``resnapshot`` to finish once the stream runs (:mod:`.started`): what ``accept-gap`` does
     with the tables a gap fed, the stream being stopped."""
-    results, held, before = _read(config, chosen, None, False)
+    results, held, before = _read(config, chosen, None, False, time.monotonic() + config.repair.wait_seconds)
     now = dt.datetime.now(dt.timezone.utc)
     entries = [
         repair_log.Entry(
@@ -235,14 +236,14 @@ def start(spark: Callable[[], SparkSession], config: AppConfig, chosen: list[Tar
 
 
 def _read(
-    config: AppConfig, chosen: list[Target], where: str | None, blocking: bool
+    config: AppConfig, chosen: list[Target], where: str | None, blocking: bool, deadline: float
 ) -> tuple[dict[str, Reread], dict[str, Seq | None], dict[str, dict[Partition, int]]]:
     """Signal the snapshot of ``chosen`` (one signal per connector) and follow it until Debezium has read
-    them: each table's result, and the newest ordering key it held and its topics' ends before the signal."""
+    them, by ``deadline``: each table's result, and the newest ordering key it held and its topics' ends
+    before the signal."""
     held = {t.table.name: missing.newest_held(config, t.table) if t.table.key else None for t in chosen}
     before = {t.table.name: end_offsets(config, t.table) for t in chosen}
     results = {t.table.name: Reread(t.table.name, t.source) for t in chosen}
-    deadline = time.monotonic() + config.repair.wait_seconds
     by_connector: dict[str, list[Target]] = {}
     for target in chosen:
         by_connector.setdefault(target.route.connector, []).append(target)
