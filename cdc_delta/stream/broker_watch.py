@@ -1,6 +1,7 @@
 """Watch the Kafka brokers while the stream runs: Spark's Kafka client retries an unreachable broker
 for minutes, with a warning a second and stack traces, and never says what is wrong. The watch asks
-the brokers itself every ``interval_s``, says once that they cannot be reached (and again once per
+the brokers itself every ``interval_s`` (at most a quarter of ``give_up_s``, so that it gives up
+close to that setting), says once that they cannot be reached (and again once per
 minute while that lasts), says when they answer again, and gives up after ``give_up_s`` (0: never)."""
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class BrokerWatch:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bootstrap, self.group = bootstrap, group
-        self.give_up_s, self.interval_s = give_up_s, interval_s
+        self.give_up_s = give_up_s
+        self.interval_s = min(interval_s, max(1.0, give_up_s / 4)) if give_up_s else interval_s
         self.stop = stop
         self._clock = clock
         self._next = 0.0

@@ -229,14 +229,14 @@ def run_until_stopped(
     query = stream.query
     while query.isActive:
         if stop.requested.is_set() and (stop.signals > 1 or not _applying(query, watch)):
-            _stop(query)
+            _stop(query, stuck_on_kafka=watch is not None and watch.down_since is not None)
             logger.info("stream stopped on request")
             return
         if watch is not None:
             try:
                 watch.poll()
             except KafkaUnavailable:
-                _stop(query)
+                _stop(query, stuck_on_kafka=True)
                 raise
         try:
             stream.check()
@@ -265,10 +265,18 @@ def _quiet_refusal(batch: DataFrame) -> None:
     jvm_loggers_at(batch.sparkSession, REFUSAL_LOGGERS, "OFF")
 
 
-def _stop(query: StreamingQuery) -> None:
+STUCK_STOP_TIMEOUT_MS = 2000
+"""How long a stop waits for the query's thread when the brokers are known gone: it is blocked in the
+Kafka client, applying nothing (:func:`_applying`), and would only use up ``spark.sql.streaming.stopTimeout``."""
+
+
+def _stop(query: StreamingQuery, stuck_on_kafka: bool = False) -> None:
     """Stop the query; where its thread does not answer within ``spark.sql.streaming.stopTimeout`` (it
-    can be blocked on a broker that is gone), leave it: the process ends, and the batch it was in is
-    run again at the next start."""
+    can be blocked on a broker that is gone; then :data:`STUCK_STOP_TIMEOUT_MS`), leave it: the process
+    ends, and the batch it was in is run again at the next start."""
+    if stuck_on_kafka:
+        # the session the query runs in (Python's StreamingQuery does not expose it), whose conf its stop reads
+        query._jsq.sparkSession().conf().set("spark.sql.streaming.stopTimeout", str(STUCK_STOP_TIMEOUT_MS))
     try:
         query.stop()
     except Exception as exc:  # noqa: BLE001 (a JVM TimeoutException reaches Python as a generic error)
