@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A real single-node Trino server (coordinator and worker in one) on 127.0.0.1, with a Delta Lake catalog
-# `delta` over the local file system and a file metastore: how the tests read the lake from Trino.
+# `delta` over the local file system and a file metastore, and with TRINO_HIVE_METASTORE=thrift://HOST:PORT a
+# Hive catalog `hive` on that metastore (the nightly snapshot's tables, the live tables over symlink
+# manifests, their views): how the tests read the lake from Trino.
 #   scripts/trino.sh start [PORT]   fetch the server once into the cache, write etc/, start, wait until ready
 #   scripts/trino.sh stop           stop it (SIGTERM, then SIGKILL after 20 s)
 #   scripts/trino.sh status         running or not, and where
@@ -82,8 +84,9 @@ http-server.http.port=$port
 discovery.uri=http://127.0.0.1:$port
 query.max-memory=512MB
 query.max-memory-per-node=512MB
+shutdown.grace-period=1s
 PROPS
-  printf 'io.trino=WARN\n' > "$dir/etc/log.properties"
+  printf 'io.trino=WARN\norg.apache.parquet=WARN\n' > "$dir/etc/log.properties"
   # Delta Lake over the local file system (paths as Spark writes them, file:/...), tables registered in
   # a file metastore by the register_table procedure.
   cat > "$dir/etc/catalog/delta.properties" <<PROPS
@@ -94,6 +97,18 @@ fs.native-local.enabled=true
 local.location=/
 delta.register-table-procedure.enabled=true
 PROPS
+  # Hive over the metastore Spark registers in: Parquet tables, symlink tables (SymlinkTextInputFormat with
+  # the Parquet serde: read as Parquet, the files the manifests list), and Spark's views (Hive views).
+  if [[ -n "${TRINO_HIVE_METASTORE:-}" ]]; then
+    cat > "$dir/etc/catalog/hive.properties" <<PROPS
+connector.name=hive
+hive.metastore.uri=$TRINO_HIVE_METASTORE
+fs.hadoop.enabled=true
+hive.hive-views.enabled=true
+PROPS
+  else
+    rm -f "$dir/etc/catalog/hive.properties"
+  fi
 }
 
 start() {

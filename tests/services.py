@@ -277,16 +277,26 @@ def connect_worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactor
 
 
 class Trino:
-    """A Trino server started by scripts/trino.sh (a Delta Lake catalog ``delta`` on the local file system),
-    queried over its HTTP protocol (``requests``; no client library)."""
+    """A Trino server started by scripts/trino.sh (a Delta Lake catalog ``delta`` on the local file system,
+    a Hive catalog ``hive`` on :attr:`metastore_uri`), queried over its HTTP protocol (``requests``; no
+    client library)."""
 
-    def __init__(self, port: int, folder: Path) -> None:
-        self.port, self.folder = port, folder
+    def __init__(self, port: int, folder: Path, metastore_uri: str) -> None:
+        self.port, self.folder, self.metastore_uri = port, folder, metastore_uri
         self.url = f"http://127.0.0.1:{port}"
 
     def _run(self, command: str) -> None:
-        env = {**os.environ, "TRINO_DIR": str(self.folder)}
+        env = {**os.environ, "TRINO_DIR": str(self.folder), "TRINO_HIVE_METASTORE": self.metastore_uri}
         subprocess.run([str(ROOT / "scripts" / "trino.sh"), command, str(self.port)], check=True, env=env, timeout=600)
+
+    def answers(self, sql: str) -> bool:
+        try:
+            self.query(sql)
+        except AssertionError as refused:
+            if "No nodes available" in str(refused):
+                return False
+            raise
+        return True
 
     def query(self, sql: str) -> list[list[Any]]:
         """The rows of ``sql`` (values as Trino's JSON gives them), or AssertionError with Trino's message."""
@@ -305,10 +315,30 @@ class Trino:
 
 
 @pytest.fixture(scope="session")
-def trino(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trino]:
-    """One Trino server for the session (trino-server 476, downloaded once per machine into the cache)."""
-    server = Trino(free_port(), tmp_path_factory.mktemp("trino"))
+def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Hive metastore (Thrift, from pyspark's Hive jars: scripts/hive-metastore.sh) for the session: its URI."""
+    port, folder = free_port(), tmp_path_factory.mktemp("hive-metastore")
+
+    def run(command: str) -> None:
+        env = {**os.environ, "HMS_DIR": str(folder)}
+        script = ROOT / "scripts" / "hive-metastore.sh"
+        subprocess.run([str(script), command, str(port)], check=True, env=env, timeout=180)
+
+    run("start")
+    try:
+        yield f"thrift://127.0.0.1:{port}"
+    finally:
+        run("stop")
+
+
+@pytest.fixture(scope="session")
+def trino(tmp_path_factory: pytest.TempPathFactory, hive_metastore: str) -> Iterator[Trino]:
+    """One Trino server for the session (trino-server 476, downloaded once per machine into the cache),
+    its Hive catalog on the session's metastore."""
+    server = Trino(free_port(), tmp_path_factory.mktemp("trino"), hive_metastore)
     server._run("start")
+    # Ready says the coordinator has started; its worker (itself) is announced a moment later.
+    wait_for(lambda: server.answers("SELECT 1"), 60, "Trino's worker")
     try:
         yield server
     finally:
