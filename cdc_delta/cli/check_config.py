@@ -28,7 +28,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     pattern = config.kafka.topic_pattern or ""
     if pattern and not (pattern.startswith("^") and pattern.endswith(("$", ".*", ".+"))):
         print(
-            f"warning: kafka.topic_pattern {pattern!r} is not anchored: Kafka's subscription matches it anywhere in "
+            f"warning: kafka.topic_pattern '{pattern}' is not anchored: Kafka's subscription matches it anywhere in "
             f"a topic's name (the connector's schema-history topic too); write topic_pattern: "
             f"'^{pattern.removeprefix('^').removesuffix('$')}$'"
         )

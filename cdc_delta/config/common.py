@@ -49,7 +49,10 @@ def check_regex(value: str | None, what: str) -> str | None:
         try:
             re.compile(value)
         except re.error as exc:
-            raise ValueError(f"{what} {value!r} is not a valid regular expression: {exc}") from None
+            raise ValueError(
+                f"{what} '{value}' is not a valid regular expression: {exc}; write a Python regular expression "
+                "(a literal '.', '(', '[' or '+' escaped with a backslash)"
+            ) from None
     return value
 
 

@@ -202,7 +202,7 @@ def unsubscribed(kafka: KafkaConfig, tables: Sequence[TableConfig]) -> str | Non
         missed = [f"{topic!r} of table {t.name!r}" for t in tables for topic in t.topics if not pattern.search(topic)]
         if missed:
             return (
-                f"kafka.topic_pattern {kafka.topic_pattern!r} does not match topic {', '.join(missed)}: the stream "
+                f"kafka.topic_pattern '{kafka.topic_pattern}' does not match topic {', '.join(missed)}: the stream "
                 f"would never read {_them(missed)}; widen the pattern or fix the table's topics"
             )
     elif kafka.topics:

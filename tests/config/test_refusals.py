@@ -390,7 +390,7 @@ def test_bootstrap_servers_edge_cases() -> None:
 
 def test_a_table_whose_topics_the_subscription_does_not_cover_is_refused() -> None:
     assert refusal({**GOOD, "kafka": {"topic_pattern": r"^dbserver1\..*"}}) == lines(
-        r"kafka: kafka.topic_pattern '^dbserver1\\..*' does not match topic 'srv.inventory.orders' of table "
+        r"kafka: kafka.topic_pattern '^dbserver1\..*' does not match topic 'srv.inventory.orders' of table "
         "'inventory.orders': the stream would never read it; widen the pattern or fix the table's topics"
     )
     shards = {"name": "shop.orders", "topic_pattern": r"srv\.shop_\d+\.orders", "key": ["id"]}
