@@ -8,6 +8,7 @@ Run with ``make test-object-storage`` (the first run builds SeaweedFS from the G
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from cdc_delta.delta.delta_rs import open_table, read
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator, topic_of
 from cdc_delta.demo.producer import ensure_topics, produce
+from cdc_delta.lease import Lease, LeaseHeld, holder_of
 from tests.delta_rows import assert_demo_tables_equal_source
 from tests.oracle import canonical
 from tests.services import ObjectStore, StreamProcess, cdc_delta, write_config
@@ -129,3 +131,25 @@ def test_stream_maintenance_snapshot_and_status_with_the_lake_on_object_storage(
         assert line.split()[-2] == str(len(table_rows(config, name))), line
     printed = status.stdout + status.stderr + maintained.stdout + maintained.stderr + stream.log.read_text()
     assert object_store.secret_key not in printed
+
+
+def test_the_lease_on_object_storage_refuses_a_second_stream_and_status_names_the_holder(
+    kafka_bootstrap: str, object_store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease file lives on the store beside the lake (written through delta-rs' object store): a
+    second stream is refused naming the holder, ``status`` names it, and a released lease is free."""
+    for name, value in object_store.credentials().items():
+        monkeypatch.setenv(name, value)
+    config = lake_config(tmp_path, kafka_bootstrap, object_store)
+    cfg = load_config(config)
+    with Lease(cfg, "stream", "stream") as held:
+        assert held.location.startswith(f"s3a://{object_store.bucket}/{tmp_path.name}/lake/_cdc_leases/"), held.location
+        second = cdc_delta(config, "stream")
+        assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-2000:]
+        assert f"already runs on this lake: stream pid {os.getpid()} on " in second.stderr, second.stderr
+        status = cdc_delta(config, "status")
+        assert f"stream: running: stream pid {os.getpid()} on " in status.stdout, status.stdout[-2000:]
+        with pytest.raises(LeaseHeld):
+            Lease(cfg, "stream", "another").take()
+    assert holder_of(cfg, "stream") is None
+    Lease(cfg, "stream", "after").take().release()
