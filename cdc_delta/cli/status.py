@@ -1,6 +1,6 @@
 """``cdc-delta status``: where the stream is (lag per partition, the newest landing), where each table
-is (merged, pending, merge lag, rows, stopped), and the dead letters; as text or JSON, and an exit code
-a supervisor or a probe can act on."""
+is (merged, pending, merge lag, rows, stopped, silent or jumped against its history), and the dead
+letters; as text or JSON, and an exit code a supervisor or a probe can act on."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import dataclasses
 import datetime as dt
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from cdc_delta.config import AppConfig, load_config
 from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_UNAVAILABLE
 
 if TYPE_CHECKING:
+    from cdc_delta.activity.judge import Verdict
     from cdc_delta.delta.status import TableStatus
     from cdc_delta.kafka.gaps import Gap
     from cdc_delta.kafka.offsets import PartitionLag
@@ -40,6 +42,9 @@ class Status:
     """Who holds the lease of the stream and of the merger (:mod:`cdc_delta.lease`), alive or not."""
     kafka_unreachable: str | None = None
     """Why the brokers could not be asked (the lake's side is shown all the same); None when they were."""
+    activity: dict[str, Verdict] = dataclasses.field(default_factory=dict)
+    """Per table, its recent changes against its history (:mod:`cdc_delta.activity`; empty where off)."""
+    activity_unreadable: str | None = None
 
     @property
     def total_lag(self) -> int:
@@ -62,6 +67,9 @@ class Status:
                 f"(cdc-delta resnapshot --table {table} --delete-missing"
                 f"{started if table in self.resnapshot_started else ''})"
             )
+        for table, verdict in sorted(self.activity.items()):
+            if verdict.flagged:
+                out.append(f"{verdict.state}: {table}: {verdict.reason}")
         if max_lag is not None and self.total_lag > max_lag:
             out.append(f"lag {self.total_lag} events is over --max-lag {max_lag}")
         for st in self.tables:
@@ -76,6 +84,7 @@ class Status:
 
 
 def read_status(config: AppConfig) -> Status:
+    from cdc_delta.activity.read import verdicts
     from cdc_delta.changelog.status import landed_offsets, with_pending
     from cdc_delta.changelog.table_index import indexed_without_spark
     from cdc_delta.delta import repair_log
@@ -98,8 +107,25 @@ def read_status(config: AppConfig) -> Status:
     needed = repair_log.resnapshot_needed(log)
     started = set(unfinished(log)) & set(needed)
     holders: dict[str, Holder | None] = {role: holder_of(config, role) for role in ("stream", "merge")}
+    activity, activity_unreadable = {}, None
+    if config.activity.enabled:
+        try:
+            activity = verdicts(config, [t.table for t in tables])
+        except Exception as exc:  # noqa: BLE001 (status shows the rest: the counts are a judgement, not the data)
+            activity_unreadable = f"{type(exc).__name__}: {exc}"
     return Status(
-        lags, landed, newest, tables, dead_letter_count(config), gaps_at(lags), needed, started, holders, unreachable
+        lags,
+        landed,
+        newest,
+        tables,
+        dead_letter_count(config),
+        gaps_at(lags),
+        needed,
+        started,
+        holders,
+        unreachable,
+        activity,
+        activity_unreadable,
     )
 
 
@@ -147,6 +173,8 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
         "tables": [dataclasses.asdict(st) for st in status.tables],
         "dead_letters": status.dead_letters,
         "resnapshot_needed": sorted(status.resnapshot_needed),
+        "activity": {table: dataclasses.asdict(verdict) for table, verdict in sorted(status.activity.items())},
+        "activity_unreadable": status.activity_unreadable,
         "leases": {
             role: None
             if holder is None
@@ -192,6 +220,14 @@ def print_text(config: AppConfig, status: Status, problems: list[str]) -> None:
             f"(merge.max_delay_seconds {config.merge.max_delay_seconds:g}; the live views in `cdc-delta sql` "
             "include them)"
         )
+    if status.activity:
+        states = Counter(v.state for v in status.activity.values())
+        print(
+            "activity (each table's changes against the same hours of earlier days): "
+            + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        )
+    if status.activity_unreadable is not None:
+        print(f"activity: not judged ({status.activity_unreadable})")
     for role, holder in status.holders.items():
         if role == "stream" or holder is not None or not config.merge.in_stream:
             print(lease_line(config, role, holder))
@@ -209,11 +245,12 @@ def add_commands(sub: Any) -> None:
     """Register ``status`` on the top-level subparsers."""
     status = sub.add_parser(
         "status",
-        help="lag per partition; per table merged, pending, merge lag, rows, stopped; dead letters",
+        help="lag per partition; per table merged, pending, merge lag, rows, stopped, silent; dead letters",
         description=(
             "Reads the broker (end and committed offsets) and the Delta logs (no Spark session). Exit codes: 0 "
             f"all well; {EXIT_ATTENTION} a table is stopped or unreadable, a gap in Kafka, a table needing a "
-            "re-snapshot, or --max-lag / --max-merge-lag is passed "
+            "re-snapshot, a table silent or its change rate jumped against its own history (activity), or "
+            "--max-lag / --max-merge-lag is passed "
             "(each reason printed); 2 the config is invalid; 69 the broker cannot be reached."
         ),
     )

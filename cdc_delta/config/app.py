@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from cdc_delta.config.activity import ActivityConfig
 from cdc_delta.config.common import Frozen, absolute, is_uri
 from cdc_delta.config.connect import ConnectConfig
 from cdc_delta.config.durations import check_trigger_interval
@@ -125,6 +126,8 @@ class AppConfig(Frozen):
     """When each table's pending changes are merged into its Delta table (phase 2)."""
     repair: RepairConfig = Field(default_factory=RepairConfig)
     """Re-reading tables from the source through Debezium (``cdc-delta resnapshot``)."""
+    activity: ActivityConfig = Field(default_factory=ActivityConfig)
+    """Each table's change rate learned from its history: silent tables and rate jumps flagged."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""

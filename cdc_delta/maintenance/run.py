@@ -11,11 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
+from cdc_delta.activity.counts import refresh
+from cdc_delta.activity.judge import FLAGGED
+from cdc_delta.activity.read import verdicts
 from cdc_delta.changelog.table import landings
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
@@ -57,6 +60,14 @@ class TableReport:
     """The newest changelog landing the table holds (-1: none)."""
     duration_s: float = 0.0
     skipped: str | None = None
+    activity: str = ""
+    """How its recent changes compare with its history (:mod:`cdc_delta.activity.judge`): ok, silent,
+    jump, learning, quiet; empty where ``activity.enabled`` is off."""
+    activity_reason: str = ""
+    silent_seconds: float = 0.0
+    """How long the table has had no change, where it is silent (0 otherwise: the alert's series)."""
+    change_jump_ratio: float = 0.0
+    """Its last hour's changes over the most in that hour on an earlier day, where it jumped (0 otherwise)."""
 
     def summary(self) -> str:
         """What the run did to the table, in one line (the log's and ``cdc-delta maintain``'s)."""
@@ -73,9 +84,10 @@ class TableReport:
             if self.checkpoint_version is None
             else f"checkpoint at version {self.checkpoint_version}"
         )
+        flagged = f", {self.activity}: {self.activity_reason}" if self.activity in FLAGGED else ""
         return (
             f"files {self.files_before} -> {self.files_after}, bytes {self.bytes_before} -> {self.bytes_after}, "
-            f"{self.rows_purged} tombstones purged ({purge}), {vacuum}, {checkpoint}, {self.duration_s:.1f}s"
+            f"{self.rows_purged} tombstones purged ({purge}), {vacuum}, {checkpoint}, {self.duration_s:.1f}s{flagged}"
         )
 
 
@@ -139,6 +151,30 @@ def maintain_table(
     return report
 
 
+def _with_activity(
+    spark: SparkSession, config: AppConfig, tables: list[TableReport], now: dt.datetime
+) -> list[TableReport]:
+    """``tables`` judged against their history, after counting the landings since the last run."""
+    now_ms = int(now.timestamp() * 1000)
+    refresh(spark, config, now_ms)
+    judged = verdicts(config, [t.table for t in tables], now_ms)
+    out = []
+    for t in tables:
+        v = judged[t.table]
+        if v.flagged:
+            logger.warning("%s: %s: %s", t.table, v.state, v.reason)
+        out.append(
+            replace(
+                t,
+                activity=v.state,
+                activity_reason=v.reason,
+                silent_seconds=round(v.silent_s, 1),
+                change_jump_ratio=round(v.jump_ratio, 2),
+            )
+        )
+    return out
+
+
 def run_maintenance(
     spark: SparkSession, config: AppConfig, now: dt.datetime | None = None, wait_s: float = 0.0
 ) -> MaintenanceReport:
@@ -163,6 +199,8 @@ def run_maintenance(
             indexed(spark, config).tables(),
             setup=lambda session: commands.configure_session(session, m),
         )
+        if config.activity.enabled:  # counted before the changelog's merged changes go
+            tables = _with_activity(spark, config, tables, now)
         # Only what every table has merged may go: a table not created yet holds nothing.
         merged = {t.table: t.merged_seq for t in tables}
         changelog = maintain_changelog(spark, config, merged, now)

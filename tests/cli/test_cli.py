@@ -275,6 +275,9 @@ def test_sigterm_while_a_command_waits_ends_with_one_line(tmp_path: Path) -> Non
 
 
 def test_status_names_what_needs_attention() -> None:
+    import dataclasses
+
+    from cdc_delta.activity.judge import Verdict
     from cdc_delta.cli.status import Status
     from cdc_delta.delta.status import TableStatus
     from cdc_delta.kafka.offsets import PartitionLag
@@ -288,6 +291,11 @@ def test_status_names_what_needs_attention() -> None:
     status = Status(lags, {}, 7, tables, 0)
     assert status.total_lag == 400
     assert status.problems(None, None) == ["stopped: db.b: table db.b failed: boom"]
+    judged = {"db.a": Verdict("learning", "1.0 days of history"), "db.c": Verdict("silent", "no change for 2 h")}
+    assert dataclasses.replace(status, activity=judged).problems(None, None) == [
+        "silent: db.c: no change for 2 h",
+        "stopped: db.b: table db.b failed: boom",
+    ]
     assert status.problems(400, 700) == ["stopped: db.b: table db.b failed: boom"]  # at a threshold is not over it
     assert status.problems(399, 600) == [
         "lag 400 events is over --max-lag 399",

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import promql_parser
 import yaml
 from prometheus_client import generate_latest
 
@@ -81,8 +82,12 @@ def test_alert_rules_are_complete_and_name_real_series(tmp_path: Path) -> None:
     for rule in alerts:
         assert rule["expr"] and rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
         assert rule["annotations"]["summary"], rule["alert"]
+    for rule in alerts:  # PromQL a real parser reads (Prometheus' own grammar, in Rust: promql-parser)
+        parsed = promql_parser.parse(rule["expr"])
+        assert type(parsed).__name__ == "BinaryExpr", (rule["alert"], parsed)  # a comparison: fires when true
     used = {name for rule in alerts for name in SERIES.findall(rule["expr"])}
     assert used - exported(tmp_path) == set()
+    assert {"cdc_delta_maintenance_table_silent_seconds", "cdc_delta_maintenance_table_change_jump_ratio"} <= used
     assert {"cdc_delta_table_stopped", "cdc_delta_snapshot_last_success_timestamp_seconds"} <= used
 
 
