@@ -89,6 +89,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             f"({t.changed_keys} changed keys, {t.deletes_applied} deletes applied){source}"
         )
     print(f"snapshot {report.date} published as of landing {report.land_seq} in {report.duration_s}s")
+    if config.scan_pii.nightly:  # what it finds is alerted on by its own metric: the snapshot is published
+        from cdc_delta.changelog.table_index import indexed_without_spark
+        from cdc_delta.cli.scan_pii import scan_and_report
+
+        scan_and_report(config, [t.name for t in indexed_without_spark(config).tables()])
     return 0
 
 

@@ -14,7 +14,20 @@ from types import FrameType
 from typing import NoReturn
 
 from cdc_delta import __version__
-from cdc_delta.cli import check_config, connectors, demo, jobs, jvm, merge, repair, sql, status, stream, tables
+from cdc_delta.cli import (
+    check_config,
+    connectors,
+    demo,
+    jobs,
+    jvm,
+    merge,
+    repair,
+    scan_pii,
+    sql,
+    status,
+    stream,
+    tables,
+)
 from cdc_delta.cli.common import logger
 from cdc_delta.exceptions import CdcDeltaError, exit_code_for, one_line
 
@@ -57,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, with tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (check_config, stream, merge, tables, repair, sql, status, jobs, connectors, demo, jvm):
+    for group in (check_config, stream, merge, tables, repair, sql, status, jobs, scan_pii, connectors, demo, jvm):
         group.add_commands(sub)
     _verbose_anywhere(parser)
     return parser

@@ -21,6 +21,7 @@ from cdc_delta.config.live_tables import LiveTablesConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.repair import RepairConfig
+from cdc_delta.config.scan_pii import ScanPiiConfig
 from cdc_delta.config.schema_registry import SchemaRegistryConfig
 from cdc_delta.config.source import SourceConfig
 from cdc_delta.config.tables import TableConfig
@@ -128,6 +129,8 @@ class AppConfig(Frozen):
     """Re-reading tables from the source through Debezium (``cdc-delta resnapshot``)."""
     activity: ActivityConfig = Field(default_factory=ActivityConfig)
     """Each table's change rate learned from its history: silent tables and rate jumps flagged."""
+    scan_pii: ScanPiiConfig = Field(default_factory=ScanPiiConfig)
+    """How ``cdc-delta scan-pii`` looks for sensitive values in plain text."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""

@@ -17,6 +17,7 @@ from cdc_delta.maintenance.run import MaintenanceReport, TableReport
 from cdc_delta.merger.results import MergeResult, Pending, RoundResult, TableResult
 from cdc_delta.metrics.stream import StreamMetrics
 from cdc_delta.metrics.textfile import job_metrics
+from cdc_delta.pii.scan import Finding, PiiReport, TableScan
 from cdc_delta.snapshot.report import SnapshotReport, TableSnapshot
 from cdc_delta.stream.results import BatchResult
 from tests.prom import samples
@@ -67,7 +68,13 @@ def exported(tmp_path: Path) -> set[str]:
         [TableSnapshot("db.t", "ods.t", "/x", "none", 3, 1, 0, 1, 0, 0, source_count=1, count_difference=0)],
     )
     check = CheckReport("x", [TableCheck("db.t", "db.t", "failed", source_rows=2, delta_rows=1, difference=-1)], 1.0)
-    jobs = (("maintenance", MaintenanceReport("x", [TableReport("db.t")])), ("snapshot", snapshot), ("check", check))
+    pii = PiiReport("x", [TableScan("db.t", 10, 2, 1, [Finding("email", "email", 9, 10)])], 1.0)
+    jobs = (
+        ("maintenance", MaintenanceReport("x", [TableReport("db.t")])),
+        ("snapshot", snapshot),
+        ("check", check),
+        ("scan_pii", pii),
+    )
     for job, report in jobs:
         with job_metrics(config, job) as run:
             run.report, run.exit_code = report, 0
@@ -87,7 +94,11 @@ def test_alert_rules_are_complete_and_name_real_series(tmp_path: Path) -> None:
         assert type(parsed).__name__ == "BinaryExpr", (rule["alert"], parsed)  # a comparison: fires when true
     used = {name for rule in alerts for name in SERIES.findall(rule["expr"])}
     assert used - exported(tmp_path) == set()
-    assert {"cdc_delta_maintenance_table_silent_seconds", "cdc_delta_maintenance_table_change_jump_ratio"} <= used
+    assert {
+        "cdc_delta_maintenance_table_silent_seconds",
+        "cdc_delta_maintenance_table_change_jump_ratio",
+        "cdc_delta_scan_pii_table_plaintext_columns",
+    } <= used
     assert {"cdc_delta_table_stopped", "cdc_delta_snapshot_last_success_timestamp_seconds"} <= used
 
 

@@ -47,6 +47,7 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(
     data = yaml.safe_load(config.read_text())
     data["snapshot"] = {"idle_grace_minutes": 1}
     data["metrics"] = {"textfile_dir": str(tmp_path / "textfiles")}
+    data["scan_pii"] = {"nightly": True}
     config.write_text(yaml.safe_dump(data))
     lake = tmp_path / "lake"
     prom = tmp_path / "textfiles" / "cdc_delta_snapshot.prom"
@@ -64,6 +65,12 @@ def test_snapshot_waits_for_the_stream_then_publishes_the_source_state(
     done = snapshot(config, "--date", "2026-01-01")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ods.orders dt=2026-01-01:" in done.stdout and "snapshot 2026-01-01 published" in done.stdout
+    # scan_pii.nightly: every table scanned after publishing, with its own textfile
+    assert "inventory.orders: nothing found in 2 string columns" in done.stdout, done.stdout
+    assert "scan-pii: 2 table(s), 0 column(s) with plain text" in done.stdout
+    assert samples((tmp_path / "textfiles" / "cdc_delta_scan_pii.prom").read_text())[
+        "cdc_delta_scan_pii_exit_code"
+    ] == {(): 0}
     report = json.loads(next((lake / "_cdc_snapshot_reports").glob("snapshot-2026-01-01-*.json")).read_text())
     # Only inventory.orders: shop.orders keys include the shard, which a stock export cannot carry.
     (table,) = report["tables"]
