@@ -1,7 +1,7 @@
 """The hourly maintenance counts each table's changes per 15 minutes of source time, once per landing
 however often it runs, and judges the table: a table that stopped three hours ago after four busy
 days is silent in the maintenance's report and metrics; a change landed after the count ends the silence
-for ``status`` before the next count."""
+for ``status`` before the next count. The maintenance's textfile carries the silence for the alert."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from cdc_delta.activity.read import histories, verdicts
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.maintenance.run import run_maintenance
+from cdc_delta.metrics.textfile import job_metrics
 from tests.batches import merging_processor
 from tests.maintenance.test_maintenance import T0, rec
 from tests.prom import samples
@@ -33,6 +34,7 @@ def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_land
         "storage": {"root": str(tmp_path / "lake")},
         "merge": {"max_delay_seconds": 0},
         "tables": [{"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]}],
+        "metrics": {"textfile_dir": str(tmp_path / "prom")},
     }
     config = parse_config(raw)
     processor = merging_processor(spark, config)
@@ -45,13 +47,17 @@ def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_land
 
     now = dt.datetime.fromtimestamp((stop + 3 * HOUR_MS) / 1000, dt.timezone.utc)
     for _ in range(2):  # a second run counts nothing again
-        report = run_maintenance(spark, config, now=now)
+        with job_metrics(config, "maintenance") as run:
+            report = run.report = run_maintenance(spark, config, now=now)
+            run.exit_code = 0
         (items,) = report.tables
         assert items.activity == SILENT, items
         assert abs(items.silent_seconds - (3 * 3600 + 450)) < 1, items  # the last change at stop - 7.5 min
         assert items.activity_reason.startswith("no change for 3 h 7 min; in the same hours each of the last 4 days")
         history = histories(config)["inventory.items"]
         assert dict(history.buckets) == dict(expected) and history.last_change_ms == times[-1]
+        got = samples((tmp_path / "prom" / "cdc_delta_maintenance.prom").read_text())  # what the alert reads
+        assert got["cdc_delta_maintenance_table_silent_seconds"] == {(("table", "inventory.items"),): 11250.0}
 
     # status (a process: delta-rs, no Spark) flags it, with Kafka out of reach: the lake's side is shown.
     path = tmp_path / "cdc.yaml"
@@ -66,30 +72,3 @@ def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_land
     now_ms = stop + 3 * HOUR_MS
     assert verdicts(config, ["inventory.items"], now_ms)["inventory.items"].state == OK
     assert dict(histories(config)["inventory.items"].buckets) != dict(expected)
-
-
-def test_the_silence_is_a_metric_of_the_maintenance(spark: Any, tmp_path: Path) -> None:
-    from cdc_delta.metrics.textfile import job_metrics
-
-    config = parse_config(
-        {
-            "app_id": "act2",
-            "storage": {"root": str(tmp_path / "lake")},
-            "merge": {"max_delay_seconds": 0},
-            "tables": [{"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]}],
-            "metrics": {"textfile_dir": str(tmp_path / "prom")},
-        }
-    )
-    processor = merging_processor(spark, config)
-    stop = T0 + 3 * DAY_MS + 2 * HOUR_MS
-    times = list(range(T0, stop, BUCKET_MS // 4))  # 32 in each 2 h: above activity.silent_min_changes
-    records = [rec(i, "c" if i < 50 else "u", i % 50, ts) for i, ts in enumerate(times)]
-    processor.process(kafka_frame(spark, records), 0)
-    with job_metrics(config, "maintenance") as run:
-        run.report = run_maintenance(
-            spark, config, now=dt.datetime.fromtimestamp((stop + 2 * HOUR_MS) / 1000, dt.timezone.utc)
-        )
-        run.exit_code = 0
-    got = samples((tmp_path / "prom" / "cdc_delta_maintenance.prom").read_text())
-    silent = got["cdc_delta_maintenance_table_silent_seconds"][(("table", "inventory.items"),)]
-    assert 2 * 3600 < silent < 2 * 3600 + 500, got

@@ -1,6 +1,6 @@
 """``cdc-delta scan-pii`` as a process on Delta tables: it finds the columns planted with plain-text
-e-mails and card numbers, not the hashed one, the free text, the allowed one nor the soft-deleted rows;
-and nothing in the demo's tables."""
+e-mails and card numbers, not the hashed one, the free text, the allowed one nor the soft-deleted rows
+(the demo's tables, where it finds nothing: tests/demo/test_demo.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 import yaml
 from deltalake import write_deltalake
 
 from cdc_delta.config import load_config
-from cdc_delta.demo.batches import demo_tables, run_demo
 from tests.prom import samples
 from tests.services import cdc_delta
 
@@ -89,14 +87,3 @@ def test_planted_plain_text_is_found_and_nothing_else(tmp_path: Path) -> None:
     unknown = cdc_delta(allowed, "scan-pii", "--table", "shop.nope")
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1, unknown.stderr
     assert "--table shop.nope: no such table; the tables are shop.users" in unknown.stderr
-
-
-@pytest.mark.spark
-def test_the_demo_tables_hold_nothing_that_looks_sensitive(spark: Any, tmp_path: Path) -> None:
-    run_demo(spark, tmp_path, events=400, batches=2)
-    path = tmp_path / "cdc.yaml"
-    path.write_text(yaml.safe_dump({"app_id": "demo", "storage": {"root": str(tmp_path)}, "tables": demo_tables()}))
-    clean = cdc_delta(path, "scan-pii")
-    assert clean.returncode == 0, clean.stderr
-    for table in ("inventory.orders", "shop.orders"):
-        assert f"{table}: nothing found in 2 string columns" in clean.stdout, clean.stdout
