@@ -10,8 +10,17 @@ from pydantic import ValidationError
 from cdc_delta.config import ConnectConfig, RepairConfig, load_config
 from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
-from cdc_delta.connect.files import dumps, load_connector_file, parse_overrides, redacted, validation_errors
+from cdc_delta.connect.files import (
+    ConnectorFile,
+    dumps,
+    load_connector_file,
+    parse_overrides,
+    redacted,
+    shown_key,
+    validation_errors,
+)
 from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.connect.masking_settings import with_masking
 from cdc_delta.connect.repair_settings import with_repair_settings
 from cdc_delta.exceptions import ConfigError
 
@@ -41,9 +50,16 @@ def client_for(args: argparse.Namespace) -> ConnectClient:
     return ConnectClient(ConnectHttp(config))
 
 
-def _signal_table(args: argparse.Namespace) -> str:
-    """The signal table's name, which apply names a connector's signal table by."""
-    return (load_config(args.config).repair if args.config else RepairConfig()).signal_table
+def _with_settings(args: argparse.Namespace, loaded: ConnectorFile) -> tuple[ConnectorFile, dict[str, str], list[str]]:
+    """``loaded`` with what cdc-delta adds: the settings resnapshot needs (the signal table named by
+    ``repair.signal_table``) and, with ``--config``, the tables' column masking. Returns the file, the
+    repair settings added and the masking settings added or extended."""
+    config = load_config(args.config) if args.config else None
+    file, added = with_repair_settings(loaded, (config.repair if config else RepairConfig()).signal_table)
+    if config is None:
+        return file, added, []
+    file, masked = with_masking(file, config)
+    return file, added, masked
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -51,7 +67,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     files = [load_connector_file(path, overrides) for path in args.files]  # every file checked first
     for loaded in files:
-        file, added = with_repair_settings(loaded, _signal_table(args))
+        file, added, masked = _with_settings(args, loaded)
         exists, diff = plan(client, file)
         if not diff.empty:
             print(f"{file.name} ({file.source}): {'changes' if exists else 'new connector'}:")
@@ -59,6 +75,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
             new = sorted(k for k in added if k in diff.added or k in diff.changed)
             if new:
                 print(f"  (added by cdc-delta for resnapshot, the file lacks them: {', '.join(new)})")
+            new = sorted(shown_key(k) for k in masked if k in diff.added or k in diff.changed)
+            if new:
+                print(f"  (added by cdc-delta for the tables' mask:, so that Kafka never holds them: {', '.join(new)})")
         result = apply(client, file, diff, exists, args.dry_run)
         counts = f"{len(diff.added)} added, {len(diff.changed)} changed, {len(diff.removed)} removed"
         print(f"{result.name}: {result.action}" + ("" if diff.empty else f" ({counts})"))
@@ -66,7 +85,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    file, _ = with_repair_settings(load_connector_file(args.file, parse_overrides(args.set)), _signal_table(args))
+    file, _, _ = _with_settings(args, load_connector_file(args.file, parse_overrides(args.set)))
     verdict = client_for(args).validate(file.config)
     errors = validation_errors(verdict)
     for field, message in errors:

@@ -18,6 +18,7 @@ from cdc_delta.config.fresh_views import FreshViewsConfig
 from cdc_delta.config.jobs import MaintenanceConfig, SnapshotConfig
 from cdc_delta.config.kafka import KafkaConfig, unsubscribed
 from cdc_delta.config.live_tables import LiveTablesConfig
+from cdc_delta.config.masking import MaskingConfig
 from cdc_delta.config.metrics import MetricsConfig
 from cdc_delta.config.phases import ChangelogConfig, MergeConfig
 from cdc_delta.config.repair import RepairConfig
@@ -131,6 +132,8 @@ class AppConfig(Frozen):
     """Each table's change rate learned from its history: silent tables and rate jumps flagged."""
     scan_pii: ScanPiiConfig = Field(default_factory=ScanPiiConfig)
     """How ``cdc-delta scan-pii`` looks for sensitive values in plain text."""
+    masking: MaskingConfig = Field(default_factory=MaskingConfig)
+    """The salt of the tables' ``mask: {column: hash}`` rules (read like a password, never in this file)."""
     allow_type_widening: bool = True
     """Follow a source column that widens (int -> bigint, decimal(10,2) -> decimal(12,2)). Off: such a
     change stops the table like any other incompatible change."""
@@ -211,6 +214,7 @@ class AppConfig(Frozen):
                 (("schema_registry",), self._registry_problem()),
                 ((), self._snapshot_tables_problem()),
                 ((), self._local_parts_problem()),
+                (("masking",), self._salt_problem()),
             )
             if message
         ]
@@ -223,6 +227,15 @@ class AppConfig(Frozen):
                 ],
             )
         return self
+
+    def _salt_problem(self) -> str | None:
+        hashed = [t.name for t in self.tables if any(r.kind == "hash" for r in t.mask_rules().values())]
+        if hashed and not (self.masking.password_env or self.masking.password_file):
+            return (
+                f"mask: hash (tables {', '.join(hashed)}) needs a salt: set masking.password_env to the variable "
+                "holding it, or masking.password_file (a secret: never in this file)"
+            )
+        return None
 
     def _registry_problem(self) -> str | None:
         if self.kafka.value_format == "avro" and "url" not in self.schema_registry.model_fields_set:

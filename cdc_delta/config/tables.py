@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from cdc_delta.columns import SHARD_KEY
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
+from cdc_delta.config.masking import MaskRule
 from cdc_delta.events import column_types
 from cdc_delta.events.routing import NameTemplate
 
@@ -127,6 +128,11 @@ class TableConfig(Frozen):
     check_source: str | None = None
     """The source table ``cdc-delta check`` compares this table with, ``db.table``; default the
     logical name (tables whose key includes the shard are not checked)."""
+    mask: dict[str, str] = Field(default_factory=dict)
+    """Columns Debezium masks before they reach Kafka (``connectors apply`` sets it up), each with its rule:
+    ``hash`` (salted SHA-256, salt from ``masking``), ``stars N`` or ``truncate N``. String columns only;
+    never a key column (Debezium does not mask the Kafka key). A pattern entry names its source with
+    source_database and source_table."""
     source_count_jdbc: SourceCountJdbc | None = None
     """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
     the difference then includes the changes since the cut-off)."""
@@ -175,6 +181,41 @@ class TableConfig(Frozen):
                 raise ValueError(f"column {col!r} must be a plain identifier not starting with _cdc_")
             out[col] = column_types.normalize(type_name)
         return out
+
+    @field_validator("mask")
+    @classmethod
+    def _mask_rules(cls, value: dict[str, str]) -> dict[str, str]:
+        for column, rule in value.items():
+            if not IDENTIFIER.fullmatch(column) or column.startswith("_cdc_"):
+                raise ValueError(f"mask: column '{column}' must be a plain identifier not starting with _cdc_")
+            MaskRule.parse(str(rule), f"mask.{column}")
+        return value
+
+    def mask_rules(self) -> dict[str, MaskRule]:
+        return {column: MaskRule.parse(rule, f"mask.{column}") for column, rule in self.mask.items()}
+
+    def source_columns(self, column: str) -> list[str]:
+        """Debezium's regular expressions naming ``column`` of this table's source tables
+        (``db.table.column``): from source_database/source_table, else from each topic
+        ``<prefix>.<db>.<table>``."""
+        if self.source_database and self.source_table:
+            return [f"{self.source_database}\\.{self.source_table}\\.{column}"]
+        return [re.escape(".".join([*topic.split(".")[-2:], column])) for topic in self.topics]
+
+    @model_validator(mode="after")
+    def _masked_columns(self) -> TableConfig:
+        keyed = sorted(set(self.mask) & set(self.key))
+        if keyed:
+            raise ValueError(
+                f"table {self.name!r}: mask: {', '.join(keyed)} is in the key: Debezium never masks the Kafka key, "
+                "so it would reach Kafka and the lake in plain text; leave it out of mask:"
+            )
+        if self.mask and not (self.source_database and self.source_table) and not self.topics:
+            raise ValueError(
+                f"table {self.name!r}: mask: needs the source tables named: set source_database and source_table "
+                "(Debezium masks db.table.column), or topics"
+            )
+        return self
 
     @model_validator(mode="after")
     def _routed(self) -> TableConfig:

@@ -26,6 +26,7 @@ REDACTED = "********"
 # ssl.keystore.password, sasl.jaas.config, basic.auth.user.info, *.secret, *.token, *.credentials ...
 _SECRET_KEY = re.compile(r"password|secret|jaas\.config|user\.info|token|credential|api\.?key|private\.key", re.I)
 _PROVIDER_REFERENCE = re.compile(r"^\$\{[A-Za-z0-9_.-]+:[^}]*\}$")
+_SALTED, _SALT_MARK = "column.mask.hash.", ".with.salt."
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,16 @@ def shown(key: str, value: str | None) -> str:
     return value
 
 
+def shown_key(key: str) -> str:
+    """A setting's name as the CLI may print it: the salt of a hash mask, which Debezium takes in the
+    name (``column.mask.hash.v2.SHA-256.with.salt.<salt>``), masked."""
+    if key.startswith(_SALTED) and _SALT_MARK in key:
+        return key[: key.index(_SALT_MARK) + len(_SALT_MARK)] + REDACTED
+    return key
+
+
 def redacted(config: Mapping[str, str]) -> dict[str, str]:
-    return {key: shown(key, value) for key, value in config.items()}
+    return {shown_key(key): shown(key, value) for key, value in config.items()}
 
 
 @dataclass(frozen=True)
@@ -115,9 +124,9 @@ class ConfigDiff:
 
     def lines(self) -> list[str]:
         """One line per change, secrets masked."""
-        out = [f"  + {k} = {shown(k, v)}" for k, v in sorted(self.added.items())]
-        out += [f"  ~ {k}: {shown(k, a)} -> {shown(k, b)}" for k, (a, b) in sorted(self.changed.items())]
-        out += [f"  - {k} (was {shown(k, v)})" for k, v in sorted(self.removed.items())]
+        out = [f"  + {shown_key(k)} = {shown(k, v)}" for k, v in sorted(self.added.items())]
+        out += [f"  ~ {shown_key(k)}: {shown(k, a)} -> {shown(k, b)}" for k, (a, b) in sorted(self.changed.items())]
+        out += [f"  - {shown_key(k)} (was {shown(k, v)})" for k, v in sorted(self.removed.items())]
         return out
 
 
