@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A real Hive metastore (the Thrift service, Hive 2.3, over an embedded Derby database) on 127.0.0.1, run
+# A real Hive metastore (the Thrift service, Hive 2.3, over an embedded Derby database) on PORT, run
 # from the Hive jars pyspark ships (.venv's pyspark/jars: nothing to download): what Spark registers the
 # nightly snapshot and the live tables in (snapshot.metastore_uri) and what Trino's Hive connector reads.
 #   scripts/hive-metastore.sh start [PORT]   start, wait until it accepts connections
 #   scripts/hive-metastore.sh stop           stop it (SIGTERM, then SIGKILL after 20 s)
 #   scripts/hive-metastore.sh status         running or not, and where
+# Hive 2.3 listens on every interface, without authentication: for a test machine, not a shared network.
 # Environment: HMS_PORT (default 9083), HMS_DIR (default var/hive-metastore-PORT: the Derby database, the
 # warehouse folder, log, pid), HMS_HEAP (default 384m).
 set -euo pipefail

@@ -324,11 +324,11 @@ def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         script = ROOT / "scripts" / "hive-metastore.sh"
         subprocess.run([str(script), command, str(port)], check=True, env=env, timeout=180)
 
-    run("start")
     try:
+        run("start")
         yield f"thrift://127.0.0.1:{port}"
     finally:
-        run("stop")
+        run("stop")  # also after a start that failed with the JVM running
 
 
 @pytest.fixture(scope="session")
@@ -336,10 +336,10 @@ def trino(tmp_path_factory: pytest.TempPathFactory, hive_metastore: str) -> Iter
     """One Trino server for the session (trino-server 476, downloaded once per machine into the cache),
     its Hive catalog on the session's metastore."""
     server = Trino(free_port(), tmp_path_factory.mktemp("trino"), hive_metastore)
-    server._run("start")
-    # Ready says the coordinator has started; its worker (itself) is announced a moment later.
-    wait_for(lambda: server.answers("SELECT 1"), 60, "Trino's worker")
     try:
+        server._run("start")
+        # Ready says the coordinator has started; its worker (itself) is announced a moment later.
+        wait_for(lambda: server.answers("SELECT 1"), 60, "Trino's worker")
         yield server
     finally:
         server._run("stop")

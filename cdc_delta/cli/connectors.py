@@ -20,9 +20,9 @@ from cdc_delta.connect.files import (
     validation_errors,
 )
 from cdc_delta.connect.http import ConnectHttp
-from cdc_delta.connect.masking_settings import with_masking
+from cdc_delta.connect.masking_settings import dropped_masking, with_masking
 from cdc_delta.connect.repair_settings import with_repair_settings
-from cdc_delta.exceptions import ConfigError
+from cdc_delta.exceptions import ConfigError, ConnectorError
 
 DESCRIPTION = """\
 Manage Debezium connectors on a Kafka Connect cluster (its REST API). The cluster is --connect-url,
@@ -69,6 +69,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     for loaded in files:
         file, added, masked = _with_settings(args, loaded)
         exists, diff = plan(client, file)
+        dropped = dropped_masking(diff.removed)
+        if dropped and not args.config:
+            raise ConnectorError(
+                f"{file.name}: applying {file.source} without --config would remove its column masking "
+                f"({', '.join(shown_key(k) for k in dropped)}) and let those columns reach Kafka in plain text: "
+                "pass --config with the tables' mask:, or add the settings to the file"
+            )
         if not diff.empty:
             print(f"{file.name} ({file.source}): {'changes' if exists else 'new connector'}:")
             print("\n".join(diff.lines()))

@@ -22,12 +22,16 @@ class ScanPiiConfig(Frozen):
     min_matches: int = Field(default=5, ge=1)
     """... and at least this many of them."""
     allow: list[str] = Field(default_factory=list)
-    """Columns known to hold such values on purpose, as ``db.table.column``: not reported."""
+    """Columns known to hold such values on purpose, as ``<table>.<column>`` (``shop.users.email``): not
+    reported."""
 
     @field_validator("allow")
     @classmethod
     def _columns(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if entry.count(".") < 2:
-                raise ValueError(f"scan_pii.allow entry '{entry}' is not db.table.column: write e.g. shop.users.email")
+            if "." not in entry.strip("."):
+                raise ValueError(
+                    f"scan_pii.allow entry '{entry}' does not name a table's column: write <table>.<column>, "
+                    "e.g. shop.users.email"
+                )
         return value

@@ -199,16 +199,23 @@ class TableConfig(Frozen):
         (``db.table.column``): from source_database/source_table, else from each topic
         ``<prefix>.<db>.<table>``."""
         if self.source_database and self.source_table:
-            return [f"{self.source_database}\\.{self.source_table}\\.{column}"]
+            return [f"{_debezium_part(self.source_database)}\\.{_debezium_part(self.source_table)}\\.{column}"]
         return [re.escape(".".join([*topic.split(".")[-2:], column])) for topic in self.topics]
 
     @model_validator(mode="after")
     def _masked_columns(self) -> TableConfig:
-        keyed = sorted(set(self.mask) & set(self.key))
+        keyed = sorted(c for c in self.mask if c.lower() in {k.lower() for k in self.key})
         if keyed:
             raise ValueError(
                 f"table {self.name!r}: mask: {', '.join(keyed)} is in the key: Debezium never masks the Kafka key, "
                 "so it would reach Kafka and the lake in plain text; leave it out of mask:"
+            )
+        unusable = [r for r in (self.source_database, self.source_table) if r and ("(?P<" in r or "," in r)]
+        if self.mask and unusable:
+            raise ValueError(
+                f"table {self.name!r}: mask: Debezium splits its list of column patterns at commas and reads "
+                "Java's regex syntax: write source_database and source_table without a comma (\\d+ for "
+                f"\\d{{1,3}}) and without a named group (?P<...>): {', '.join(unusable)}"
             )
         if self.mask and not (self.source_database and self.source_table) and not self.topics:
             raise ValueError(
@@ -264,3 +271,10 @@ class TableConfig(Frozen):
                 "{table} nor a named group (?P<name>...) of its topic_pattern"
             )
         return self
+
+
+def _debezium_part(regex: str) -> str:
+    """A Python regex matched against a whole name, as one part of Debezium's ``db.table.column`` regular
+    expression: anchors dropped (Debezium matches the whole name), grouped so that an alternation stays
+    inside its part (commas and named groups are refused: :meth:`TableConfig._masked_columns`)."""
+    return "(?:" + regex.removeprefix("^").removesuffix("$") + ")"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from cdc_delta.config import AppConfig
 from cdc_delta.connect.files import ConnectorFile
+from cdc_delta.exceptions import ConfigError
 
 
 def masking_settings(config: AppConfig) -> dict[str, str]:
@@ -21,10 +22,18 @@ def masking_settings(config: AppConfig) -> dict[str, str]:
     for table in config.tables:
         for column, rule in table.mask_rules().items():
             if rule.kind == "hash" and salt is None:
-                salt = config.masking.password() or ""
+                salt = (config.masking.password() or "").strip()
+                if not salt:  # Debezium would not read the setting (its name needs a salt): nothing masked
+                    where = config.masking.password_env or config.masking.password_file
+                    raise ConfigError(f"masking: the salt in {where} is empty: write a long random text there")
             key = rule.debezium_key(salt or "")
             columns.setdefault(key, []).extend(table.source_columns(column))
     return {key: ",".join(dict.fromkeys(regexes)) for key, regexes in columns.items()}
+
+
+def dropped_masking(removed: dict[str, str]) -> list[str]:
+    """The column masking settings among those a new config would remove from a connector."""
+    return sorted(k for k in removed if k.startswith(("column.mask.", "column.truncate.")))
 
 
 def with_masking(file: ConnectorFile, config: AppConfig) -> tuple[ConnectorFile, list[str]]:

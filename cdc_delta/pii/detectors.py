@@ -2,7 +2,10 @@
 merely have the right length are not taken for one: card numbers (Luhn), Chinese resident identity
 numbers (ISO 7064 MOD 11-2), IBANs (ISO 13616 MOD 97-10); and by pattern: e-mail addresses, phone
 numbers in international form (or Chinese mobile numbers), US social security numbers written with
-dashes. A value matches when the whole of it (spaces and dashes aside where noted) is one."""
+dashes. A value matches when the whole of it (spaces and dashes aside where noted) is one. Only string
+columns are scanned: a number held as an integer column is not. Look-alikes that pass: device numbers
+(IMEI) pass the Luhn check, and any 11-digit code starting 13-19 looks like a Chinese mobile number; a
+column of them is reported (``scan_pii.allow`` takes it out)."""
 
 from __future__ import annotations
 
@@ -45,7 +48,8 @@ def _card(value: str) -> bool:
 
 
 def _cn_id(value: str) -> bool:
-    return bool(CN_ID.fullmatch(value)) and cn_id_valid(value)
+    upper = value.upper()  # the check character X is written x too
+    return bool(CN_ID.fullmatch(upper)) and cn_id_valid(upper)
 
 
 def _iban(value: str) -> bool:

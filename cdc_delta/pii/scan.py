@@ -71,7 +71,9 @@ def scan_table(config: AppConfig, table: str) -> TableScan:
     columns = [c for c in columns if not c.startswith("_cdc_")]
     if not columns:
         return TableScan(table)
-    live = ds.field(DELETED) == False  # noqa: E712 (a pyarrow expression)
+    live = None  # a row whose flag is null is live; a table without the flag is read whole
+    if DELETED in dataset.schema.names:
+        live = ds.field(DELETED).is_null() | (ds.field(DELETED) == False)  # noqa: E712 (a pyarrow expression)
     sample = dataset.scanner(columns=columns, filter=live, use_threads=False).head(config.scan_pii.sample_rows)
     s = config.scan_pii
     findings = []
@@ -92,4 +94,13 @@ def scan(config: AppConfig, tables: list[str]) -> PiiReport:
 
     started = time.monotonic()
     ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    return PiiReport(ran_at, [scan_table(config, t) for t in tables], round(time.monotonic() - started, 2))
+    return PiiReport(ran_at, [_scanned(config, t) for t in tables], round(time.monotonic() - started, 2))
+
+
+def _scanned(config: AppConfig, table: str) -> TableScan:
+    """:func:`scan_table`, or the table marked not scanned with the reason (one unreadable table does
+    not stop the scan of the others)."""
+    try:
+        return scan_table(config, table)
+    except Exception as exc:  # noqa: BLE001 (a torn log, a lost file, an unreadable store: said per table)
+        return TableScan(table, skipped=f"cannot be read: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")

@@ -46,7 +46,7 @@ def test_mask_rules_become_debezium_settings_per_rule(monkeypatch: pytest.Monkey
         password_env="MASK_SALT",
     )
     assert masking_settings(cfg) == {
-        f"column.mask.hash.v2.SHA-256.with.salt.{SALT}": r"shop\.users\.email,shard_\d+\.customers\.email",
+        f"column.mask.hash.v2.SHA-256.with.salt.{SALT}": r"shop\.users\.email,(?:shard_\d+)\.(?:customers)\.email",
         "column.mask.with.8.chars": r"shop\.users\.phone",
         "column.truncate.to.20.chars": r"shop\.users\.note",
     }
@@ -113,3 +113,25 @@ def test_the_salt_is_never_printed(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert "(added by cdc-delta for the tables' mask:, so that Kafka never holds them: column.mask.hash" in out
     sent = worker.requests[-1]
     assert sent.method == "PUT" and key.encode() in sent.body  # the worker gets the real setting
+
+
+def test_an_empty_salt_and_an_apply_that_would_drop_the_masking_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
+) -> None:
+    monkeypatch.setenv("MASK_SALT", "  \n")
+    cfg = config([{**USERS, "mask": {"email": "hash"}}], password_env="MASK_SALT")
+    with pytest.raises(ConfigError, match="masking: the salt in MASK_SALT is empty"):
+        masking_settings(cfg)
+    # Debezium takes a comma as the end of a pattern: a source regex with one is refused
+    with pytest.raises(ConfigError, match=r"without a comma"):
+        config([{**SHARDS, "source_database": r"shard_\d{1,3}", "mask": {"email": "stars 4"}}])
+
+    connector = tmp_path / "c.yaml"
+    connector.write_text("name: c\nconfig:\n  connector.class: X\n")
+    masked = {"name": "c", "connector.class": "X", f"column.mask.hash.v2.SHA-256.with.salt.{SALT}": "a\\.b\\.c"}
+    conn, worker, _ = http([(200, masked)])
+    monkeypatch.setattr("cdc_delta.cli.connectors.client_for", lambda args: ConnectClient(conn))
+    assert main(["connectors", "apply", str(connector)]) == 2
+    err = capsys.readouterr().err
+    assert "without --config would remove its column masking" in err and SALT not in err, err
+    assert [r.method for r in worker.requests] == ["GET"]  # nothing sent

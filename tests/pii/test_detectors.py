@@ -19,6 +19,7 @@ from cdc_delta.pii.detectors import cn_id_valid, iban_valid, kind_of, luhn
         ("5500-0000-0000-0004", "card_number"),
         ("378282246310005", "card_number"),  # Amex, 15 digits
         ("11010519491231002X", "cn_resident_id"),  # GB 11643's example, check digit X
+        ("11010519491231002x", "cn_resident_id"),  # written in lower case
         ("GB82 WEST 1234 5698 7654 32", "iban"),
         ("DE89370400440532013000", "iban"),
         ("jane.doe+news@example.co.uk", "email"),

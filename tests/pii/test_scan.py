@@ -87,3 +87,24 @@ def test_planted_plain_text_is_found_and_nothing_else(tmp_path: Path) -> None:
     unknown = cdc_delta(allowed, "scan-pii", "--table", "shop.nope")
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1, unknown.stderr
     assert "--table shop.nope: no such table; the tables are shop.users" in unknown.stderr
+
+
+def test_a_table_without_the_deleted_flag_is_read_whole_and_an_unreadable_one_is_said_not_scanned(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cdc.yaml"
+    tables = [
+        {"name": "crm.people", "topics": ["srv.crm.people"], "key": ["id"]},
+        {"name": "crm.torn", "topics": ["srv.crm.torn"], "key": ["id"]},
+    ]
+    path.write_text(yaml.safe_dump({"app_id": "pii2", "storage": {"root": str(tmp_path / "lake")}, "tables": tables}))
+    config = load_config(path)
+    ids = ["11010519491231002x"] * 10  # the check character in lower case
+    write_deltalake(config.table_path("crm.people"), pa.table({"id": list(range(10)), "national_id": ids}))
+    torn = Path(config.table_path("crm.torn")) / "_delta_log"
+    torn.mkdir(parents=True)
+    (torn / "00000000000000000000.json").write_text('{"commitInfo": {"timestamp": 1}}\n{"add": {"path": ')
+    found = cdc_delta(path, "scan-pii")
+    assert found.returncode == 1, found.stderr
+    assert "crm.people: plain text found: national_id: cn_resident_id in 100% of 10 values" in found.stdout
+    assert "crm.torn: not scanned (cannot be read: " in found.stdout, found.stdout
