@@ -5,7 +5,8 @@ its last run. Snapshot reads (op ``r``) are not counted: the source did not chan
 Each run adds the counts of landings (through, newest] with one MERGE whose Delta transaction id
 ``<app_id>:activity`` records ``newest`` as its version, so that a run repeated after a crash adds
 nothing twice (Delta skips a transaction version it has recorded) and the next run starts after it.
-Buckets older than ``activity.history_days`` (and a day) are deleted."""
+Buckets older than ``activity.history_days`` (and a day) before the table's newest change are deleted:
+a table that stopped keeps the history that shows it was busy, so it stays silent."""
 
 from __future__ import annotations
 
@@ -76,8 +77,7 @@ def refresh(spark: SparkSession, config: AppConfig, now_ms: int) -> tuple[int, i
             )
     finally:
         counts.unpersist()
-    oldest = now_ms - (config.activity.history_days + 1) * DAY_MS
-    target.delete(F.col("bucket_ms") < oldest)
+    _prune(spark, path, now_ms, config.activity.history_days)
     logger.info("activity: counted %d changes of landings %d..%d", added, through + 1, newest)
     return int(newest), int(added)
 
@@ -85,3 +85,19 @@ def refresh(spark: SparkSession, config: AppConfig, now_ms: int) -> tuple[int, i
 def _single(frame: DataFrame) -> Any:
     row = frame.first()
     return None if row is None else row[0]
+
+
+def _prune(spark: SparkSession, path: str, now_ms: int, history_days: int) -> None:
+    """Delete each table's buckets older than ``history_days`` (and a day) before its newest one (at most
+    before now)."""
+    counts = spark.read.format("delta").load(path)
+    keep_from = counts.groupBy(TABLE).agg(
+        (F.least(F.max("bucket_ms"), F.lit(now_ms)) - (history_days + 1) * DAY_MS).alias("keep_from")
+    )
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(keep_from.alias("k"), f"t.`{TABLE}` = k.`{TABLE}` AND t.bucket_ms < k.keep_from")
+        .whenMatchedDelete()
+        .execute()
+    )

@@ -2,9 +2,11 @@
 
 Counts are per :data:`BUCKET_MS` of source time. A *silent* table has had no change for
 ``activity.silent_minutes`` while every earlier day it has history for had at least
-``activity.silent_min_changes`` in the same hours of the day (its quietest such day: a table quiet at
-night or at weekends is not silent then). A table *jumped* when its last hour holds ``jump_factor``
-times the most that hour held on any earlier day, and at least ``jump_min_changes``. A table with fewer
+``activity.silent_min_changes`` in the same hours of the day, or, for a table with a weekly rhythm, the
+same weekday of every earlier week; one exception is forgiven among four or more (a holiday). A table
+quiet at night or at weekends is not silent then. A table *jumped* when its last hour (of complete
+buckets) holds ``jump_factor`` times the most that hour held on any earlier day, and at least
+``jump_min_changes``. A table with fewer
 than ``min_days`` of history is *learning*; one whose quietest day is below the silence threshold is
 *quiet* (too quiet to judge silence over this span)."""
 
@@ -69,36 +71,12 @@ def judge(history: History, now_ms: int, settings: ActivityConfig) -> Verdict:
 
     silent_ms = now_ms - history.last_change_ms
     if silent_ms >= settings.silent_minutes * 60_000:
-        # the earlier days whose same hours the history holds whole
-        before = (history.last_change_ms - min(history.buckets)) // DAY_MS
-        days = range(1, min(before, settings.history_days) + 1)
-        if len(days) < settings.min_days:
-            return Verdict(
-                QUIET, f"no change for {_span(silent_ms)}, too long for its {len(days)} days of history to judge"
-            )
-        quietest = min(changes_between(buckets, history.last_change_ms - d * DAY_MS, now_ms - d * DAY_MS) for d in days)
-        if quietest >= settings.silent_min_changes:
-            return Verdict(
-                SILENT,
-                f"no change for {_span(silent_ms)}; in the same hours each of the last {len(days)} days had at "
-                f"least {quietest:,}",
-                days=len(days),
-                silent_s=silent_ms / 1000,
-            )
-        return Verdict(
-            QUIET,
-            f"no change for {_span(silent_ms)}, as on its quietest day of the last {len(days)} ({quietest:,} then): "
-            "too quiet to call silent",
-            days=len(days),
-        )
+        return _silence(history, now_ms, silent_ms, settings)
 
-    recent = changes_between(buckets, bucket_of(now_ms) - HOUR_MS + BUCKET_MS, bucket_of(now_ms) + BUCKET_MS)
-    busiest = max(
-        changes_between(
-            buckets, bucket_of(now_ms) - HOUR_MS + BUCKET_MS - d * DAY_MS, bucket_of(now_ms) + BUCKET_MS - d * DAY_MS
-        )
-        for d in days
-    )
+    # the last hour of complete buckets, against the same hour of each earlier day
+    hour_end = bucket_of(now_ms)
+    recent = changes_between(buckets, hour_end - HOUR_MS, hour_end)
+    busiest = max(changes_between(buckets, hour_end - HOUR_MS - d * DAY_MS, hour_end - d * DAY_MS) for d in days)
     if recent >= settings.jump_min_changes and recent >= settings.jump_factor * max(busiest, 1):
         ratio = recent / max(busiest, 1)
         return Verdict(
@@ -111,6 +89,45 @@ def judge(history: History, now_ms: int, settings: ActivityConfig) -> Verdict:
     return Verdict(
         OK,
         f"{recent:,} changes in the last hour; at most {busiest:,} then on the last {len(days)} days",
+        days=len(days),
+    )
+
+
+def _silence(history: History, now_ms: int, silent_ms: int, settings: ActivityConfig) -> Verdict:
+    """A table without change for ``silent_ms``: silent when, in the same hours, its earlier days (or,
+    for a table with a weekly rhythm, the same weekday of earlier weeks) all had changes; one exception is
+    forgiven where there are four days or more to compare (a holiday, an outage of its own)."""
+    last = history.last_change_ms
+    assert last is not None
+    # the earlier days whose same hours the history holds whole
+    before = (last - min(history.buckets)) // DAY_MS
+    days = list(range(1, min(before, settings.history_days) + 1))
+    if len(days) < settings.min_days:
+        return Verdict(
+            QUIET, f"no change for {_span(silent_ms)}, too long for its {len(days)} days of history to judge"
+        )
+    counts = {d: changes_between(history.buckets, last - d * DAY_MS, now_ms - d * DAY_MS) for d in days}
+    weeks = [d for d in days if d % 7 == 0]
+    for compared, what in ((days, "days"), (weeks, "weeks, on the same weekday")):
+        if len(compared) < 2:
+            continue
+        ordered = sorted(counts[d] for d in compared)
+        forgiven = len(ordered) >= 4
+        low = ordered[1] if forgiven else ordered[0]
+        if low >= settings.silent_min_changes:
+            each = "all but one" if forgiven and ordered[0] < settings.silent_min_changes else "each"
+            return Verdict(
+                SILENT,
+                f"no change for {_span(silent_ms)}; in the same hours {each} of the last {len(compared)} {what} had "
+                f"at least {low:,}",
+                days=len(days),
+                silent_s=silent_ms / 1000,
+            )
+    quietest = min(counts.values())
+    return Verdict(
+        QUIET,
+        f"no change for {_span(silent_ms)}, as on its quietest day of the last {len(days)} ({quietest:,} then): "
+        "too quiet to call silent",
         days=len(days),
     )
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from typing import Any
 
 from cdc_delta.activity.counts import activity_path, activity_txn_id
-from cdc_delta.activity.judge import History, Verdict, bucket_of, judge
+from cdc_delta.activity.judge import BUCKET_MS, History, Verdict, judge
 from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.delta_rs import open_table, read
@@ -16,7 +17,6 @@ from cdc_delta.delta.delta_rs import open_table, read
 
 def histories(config: AppConfig) -> dict[str, History]:
     """Per table seen, its counts and newest change (empty before the first count)."""
-    import pyarrow.dataset as ds
 
     counted = open_table(config, activity_path(config))
     if counted is None:
@@ -27,21 +27,40 @@ def histories(config: AppConfig) -> dict[str, History]:
     through = counted.transaction_version(activity_txn_id(config))
     changelog = open_table(config, changelog_path(config))
     if changelog is not None and through is not None:
-        tail = read(
-            changelog.to_pyarrow_dataset(),
-            [TABLE, "source_ts_ms", "landed_at"],
-            (ds.field(LAND_SEQ) > int(through)) & (ds.field("op") != "r"),
-        )
-        for table, source_ts, landed_at in zip(
-            tail[TABLE].to_pylist(), tail["source_ts_ms"].to_pylist(), tail["landed_at"].to_pylist(), strict=True
-        ):
-            ts = source_ts if source_ts is not None else int(landed_at.timestamp() * 1000)
-            rows.append({TABLE: table, "bucket_ms": bucket_of(ts), "changes": 1, "last_ms": ts})
+        rows += _tail_counts(changelog, int(through))
     for row in rows:
         table, bucket = row[TABLE], row["bucket_ms"]
         buckets[table][bucket] = buckets[table].get(bucket, 0) + row["changes"]
         last[table] = max(last.get(table, row["last_ms"]), row["last_ms"])
     return {table: History(counts, last.get(table)) for table, counts in buckets.items()}
+
+
+def _tail_counts(changelog: Any, through: int) -> list[dict[str, Any]]:
+    """The changes of the landings past ``through`` per table and bucket, counted by pyarrow (as the
+    maintenance's count does, snapshot reads left out)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    tail = read(
+        changelog.to_pyarrow_dataset(),
+        [TABLE, "source_ts_ms", "landed_at"],
+        (ds.field(LAND_SEQ) > through) & (ds.field("op") != "r"),
+    )
+    if not tail.num_rows:
+        return []
+    landed_ms = pc.divide(pc.cast(pc.cast(tail["landed_at"], pa.timestamp("us")), pa.int64()), 1000)
+    ts = pc.coalesce(tail["source_ts_ms"], landed_ms)
+    buckets = pc.multiply(pc.divide(ts, BUCKET_MS), BUCKET_MS)  # integer division: the bucket's start
+    grouped = (
+        pa.table({TABLE: tail[TABLE], "bucket_ms": buckets, "ts": ts})
+        .group_by([TABLE, "bucket_ms"])
+        .aggregate([("ts", "count"), ("ts", "max")])
+    )
+    return [
+        {TABLE: r[TABLE], "bucket_ms": r["bucket_ms"], "changes": r["ts_count"], "last_ms": r["ts_max"]}
+        for r in grouped.to_pylist()
+    ]
 
 
 def verdicts(config: AppConfig, tables: list[str], now_ms: int | None = None) -> dict[str, Verdict]:

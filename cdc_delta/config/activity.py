@@ -21,8 +21,9 @@ class ActivityConfig(Frozen):
     """A table with fewer days of history is "learning": neither silent nor jumped."""
     silent_minutes: float = Field(default=60, gt=0)
     """A table is silent once it has had no change for this long and, in the same hours of the day, every
-    earlier day had at least ``silent_min_changes``: its quietest day, so that a table quiet at weekends
-    or at night is not called silent then."""
+    earlier day had at least ``silent_min_changes`` (or the same weekday of every earlier week did; one
+    exception forgiven among four or more), so that a table quiet at night or at weekends is not called
+    silent then."""
     silent_min_changes: int = Field(default=20, ge=1)
     """See ``silent_minutes``. A table whose quietest day had fewer in those hours is too quiet to judge."""
     jump_factor: float = Field(default=10, gt=1)

@@ -16,15 +16,16 @@ from dataclasses import asdict, dataclass, field, replace
 from delta.tables import DeltaTable
 from pyspark.sql import Row, SparkSession
 
-from cdc_delta.activity.counts import refresh
+from cdc_delta.activity.counts import activity_path, activity_txn_id, refresh
 from cdc_delta.activity.judge import FLAGGED
 from cdc_delta.activity.read import verdicts
 from cdc_delta.changelog.table import landings
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
-from cdc_delta.delta.commits import merged_through
+from cdc_delta.delta.commits import merged_through, txn_version
 from cdc_delta.delta.snapshot_log import published_all
 from cdc_delta.delta.workers import each_table
+from cdc_delta.exceptions import one_line
 from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance.changelog import ChangelogReport, maintain_changelog
@@ -153,11 +154,20 @@ def maintain_table(
 
 def _with_activity(
     spark: SparkSession, config: AppConfig, tables: list[TableReport], now: dt.datetime
-) -> list[TableReport]:
-    """``tables`` judged against their history, after counting the landings since the last run."""
+) -> tuple[list[TableReport], int]:
+    """``tables`` judged against their history, after counting the landings since the last run; and the
+    newest landing counted. A failure to count or judge is logged, not raised: the maintenance goes on,
+    and the changelog keeps what was not counted."""
     now_ms = int(now.timestamp() * 1000)
-    refresh(spark, config, now_ms)
-    judged = verdicts(config, [t.table for t in tables], now_ms)
+    try:
+        counted, _ = refresh(spark, config, now_ms)
+        judged = verdicts(config, [t.table for t in tables], now_ms)
+    except Exception as exc:  # noqa: BLE001 (the counts are a judgement: they must not stop the maintenance)
+        logger.warning("activity: could not count or judge the tables' changes: %s", one_line(exc))
+        try:
+            return tables, txn_version(spark, activity_path(config), activity_txn_id(config))
+        except Exception:  # noqa: BLE001 (not even the counts' position: the changelog keeps everything)
+            return tables, -1
     out = []
     for t in tables:
         v = judged[t.table]
@@ -172,7 +182,7 @@ def _with_activity(
                 change_jump_ratio=round(v.jump_ratio, 2),
             )
         )
-    return out
+    return out, counted
 
 
 def run_maintenance(
@@ -199,10 +209,12 @@ def run_maintenance(
             indexed(spark, config).tables(),
             setup=lambda session: commands.configure_session(session, m),
         )
-        if config.activity.enabled:  # counted before the changelog's merged changes go
-            tables = _with_activity(spark, config, tables, now)
-        # Only what every table has merged may go: a table not created yet holds nothing.
+        # Only what every table has merged may go: a table not created yet holds nothing. With activity
+        # on, only what has been counted too (counted first; where counting failed, what it counted before).
         merged = {t.table: t.merged_seq for t in tables}
+        if config.activity.enabled:
+            tables, counted = _with_activity(spark, config, tables, now)
+            merged = {name: min(seq, counted) for name, seq in merged.items()}
         changelog = maintain_changelog(spark, config, merged, now)
     report = MaintenanceReport(
         now.isoformat(timespec="seconds"), tables, changelog, round(time.monotonic() - started, 2)

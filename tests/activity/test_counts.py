@@ -16,7 +16,9 @@ import yaml
 
 from cdc_delta.activity.judge import BUCKET_MS, DAY_MS, HOUR_MS, OK, SILENT
 from cdc_delta.activity.read import histories, verdicts
+from cdc_delta.changelog.table import changelog_path
 from cdc_delta.config import parse_config
+from cdc_delta.delta.delta_rs import count, open_table
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.metrics.textfile import job_metrics
@@ -28,7 +30,9 @@ from tests.services import cdc_delta
 pytestmark = pytest.mark.spark
 
 
-def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_lands(spark: Any, tmp_path: Path) -> None:
+def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_lands(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     raw = {
         "app_id": "act",
         "storage": {"root": str(tmp_path / "lake")},
@@ -72,3 +76,23 @@ def test_counted_once_per_landing_judged_silent_and_no_longer_once_a_change_land
     now_ms = stop + 3 * HOUR_MS
     assert verdicts(config, ["inventory.items"], now_ms)["inventory.items"].state == OK
     assert dict(histories(config)["inventory.items"].buckets) != dict(expected)
+
+    # A week and a day after the landings (the changelog's retention: all may go), a count that fails: the
+    # maintenance goes on, and the retention keeps what was not counted (the last landing's change).
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=8)
+
+    def broken(*args: Any) -> None:
+        raise OSError("the store went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("cdc_delta.maintenance.run.refresh", broken)
+        (items,) = run_maintenance(spark, config, now=later).tables
+    assert items.activity == "" and items.files_after > 0
+    changelog = open_table(config, changelog_path(config))
+    assert changelog is not None and count(changelog.to_pyarrow_dataset()) == 1  # only the uncounted one is left
+    # Then a count that works: it goes too; a table that stopped stays silent, its busy days kept past
+    # activity.history_days.
+    (items,) = run_maintenance(spark, config, now=later).tables
+    assert items.activity == SILENT and items.silent_seconds > 300 * 86400, items
+    assert count(open_table(config, changelog_path(config)).to_pyarrow_dataset()) == 0
+    assert len(histories(config)["inventory.items"].buckets) == len(expected) + 1
