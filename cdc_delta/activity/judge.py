@@ -6,9 +6,8 @@ Counts are per :data:`BUCKET_MS` of source time. A *silent* table has had no cha
 same weekday of every earlier week; one exception is forgiven among four or more (a holiday). A table
 quiet at night or at weekends is not silent then. A table *jumped* when its last hour (of complete
 buckets) holds ``jump_factor`` times the most that hour held on any earlier day, and at least
-``jump_min_changes``. A table with fewer
-than ``min_days`` of history is *learning*; one whose quietest day is below the silence threshold is
-*quiet* (too quiet to judge silence over this span)."""
+``jump_min_changes``. A table with fewer than ``min_days`` of history is *learning*; one whose quietest
+day is below the silence threshold is *quiet* (too quiet to judge silence over this span)."""
 
 from __future__ import annotations
 

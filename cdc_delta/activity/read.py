@@ -17,7 +17,6 @@ from cdc_delta.delta.delta_rs import open_table, read
 
 def histories(config: AppConfig) -> dict[str, History]:
     """Per table seen, its counts and newest change (empty before the first count)."""
-
     counted = open_table(config, activity_path(config))
     if counted is None:
         return {}

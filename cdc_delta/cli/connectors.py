@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cdc_delta.config import ConnectConfig, RepairConfig, load_config
+from cdc_delta.config import AppConfig, ConnectConfig, RepairConfig, load_config
 from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.files import (
@@ -50,11 +50,10 @@ def client_for(args: argparse.Namespace) -> ConnectClient:
     return ConnectClient(ConnectHttp(config))
 
 
-def _with_settings(args: argparse.Namespace, loaded: ConnectorFile) -> tuple[ConnectorFile, dict[str, str], list[str]]:
+def _with_settings(config: AppConfig | None, loaded: ConnectorFile) -> tuple[ConnectorFile, dict[str, str], list[str]]:
     """``loaded`` with what cdc-delta adds: the settings resnapshot needs (the signal table named by
-    ``repair.signal_table``) and, with ``--config``, the tables' column masking. Returns the file, the
+    ``repair.signal_table``) and, with a config, the tables' column masking. Returns the file, the
     repair settings added and the masking settings added or extended."""
-    config = load_config(args.config) if args.config else None
     file, added = with_repair_settings(loaded, (config.repair if config else RepairConfig()).signal_table)
     if config is None:
         return file, added, []
@@ -66,8 +65,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
     client = client_for(args)
     overrides = parse_overrides(args.set)
     files = [load_connector_file(path, overrides) for path in args.files]  # every file checked first
+    config = load_config(args.config) if args.config else None
     for loaded in files:
-        file, added, masked = _with_settings(args, loaded)
+        file, added, masked = _with_settings(config, loaded)
         exists, diff = plan(client, file)
         dropped = dropped_masking(diff.removed)
         if dropped and not args.config:
@@ -92,7 +92,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    file, _, _ = _with_settings(args, load_connector_file(args.file, parse_overrides(args.set)))
+    config = load_config(args.config) if args.config else None
+    file, _, _ = _with_settings(config, load_connector_file(args.file, parse_overrides(args.set)))
     verdict = client_for(args).validate(file.config)
     errors = validation_errors(verdict)
     for field, message in errors:

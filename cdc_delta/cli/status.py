@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_delta.cli.common import add_config_argument, dash
 from cdc_delta.config import AppConfig, load_config
-from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_UNAVAILABLE
+from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_UNAVAILABLE, one_line
 
 if TYPE_CHECKING:
     from cdc_delta.activity.judge import Verdict
@@ -112,7 +112,7 @@ def read_status(config: AppConfig) -> Status:
         try:
             activity = verdicts(config, [t.table for t in tables])
         except Exception as exc:  # noqa: BLE001 (status shows the rest: the counts are a judgement, not the data)
-            activity_unreadable = f"{type(exc).__name__}: {exc}"
+            activity_unreadable = one_line(exc)
     return Status(
         lags,
         landed,

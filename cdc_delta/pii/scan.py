@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from cdc_delta.columns import DELETED
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.delta_rs import open_table
+from cdc_delta.exceptions import one_line
 from cdc_delta.pii.detectors import kind_of
 
 
@@ -103,4 +104,4 @@ def _scanned(config: AppConfig, table: str) -> TableScan:
     try:
         return scan_table(config, table)
     except Exception as exc:  # noqa: BLE001 (a torn log, a lost file, an unreadable store: said per table)
-        return TableScan(table, skipped=f"cannot be read: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        return TableScan(table, skipped=f"cannot be read: {one_line(exc, limit=200)}")
