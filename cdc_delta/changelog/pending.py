@@ -69,6 +69,7 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
         "schema_json": F.when(~raw, F.col("schema_json")),
         "payload": F.col("payload"),
         "schema_ref": F.when(raw, F.col("schema_id")),
+        "redacted": F.lit(None).cast("string"),
     }
     assert list(fields) == decoded_schema().names
     frame = rows.select(

@@ -15,7 +15,7 @@ KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 _DECODED_DDL = (
     "status string, reason string, table string, op string, source_db string, source_table string, "
     f"seq {SEQ_DDL}, source_ts_ms bigint, row_json string, schema_json string, "
-    "payload string, schema_ref string"
+    "payload string, schema_ref string, redacted string"
 )
 
 

@@ -42,7 +42,8 @@ from pyspark.sql import functions as F
 
 from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
 from cdc_delta.decode.images import ImageSchema, read_schema, schema_ref_column
-from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan
+from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, image_fields
+from cdc_delta.events.masking import unmasked, unverified
 from cdc_delta.exceptions import SparkSetupError
 from cdc_delta.spark_session import JARS_DIR_ENV
 
@@ -208,8 +209,22 @@ def probe(
     return {
         (route_key(r["topic"], r["db"], r["tbl"]), r[SCHEMA_ID]): table
         for r, table in routed
-        if table is not None and known.get(r[SCHEMA_ID]) is not None
+        if table is not None and _lands(plan, table, known.get(r[SCHEMA_ID]))
     }
+
+
+def _lands(plan: DecodePlan, table: str, schema: ImageSchema | None) -> bool:
+    """Whether the JVM lands the events of ``table`` written with ``schema``: a schema it decodes, whose
+    masked columns (:mod:`cdc_delta.events.masking`) it marks masked; the events of any other are left to
+    the reference decoder, which dead-letters those unmasked (and judges the values of a truncated column
+    the schema does not confirm)."""
+    if schema is None:
+        return False
+    rules = plan.mask_rules(table)
+    if not rules:
+        return True
+    fields = image_fields(json.loads(schema.text), "after") or {}
+    return not unmasked(fields, rules) and not unverified(fields, rules)
 
 
 def _schema_texts(batch: DataFrame, records: set[tuple[str, int, int]]) -> dict[int, str | None]:
@@ -316,6 +331,7 @@ def fast_decoded(env: DataFrame, landable: Landable, keep_left: bool = False) ->
         F.lit(None).cast("string").alias("schema_json"),
         F.col(PAYLOAD_TEXT).alias("payload"),
         schema_ref_column(F.col(SCHEMA_ID)).alias("schema_ref"),
+        F.lit(None).cast("string").alias("redacted"),
     )
     fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(F.col(_PLAIN) & table.isNotNull(), decoded)
     return _decoded(env, fast, keep_left)

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from cdc_delta.events import logical_types
 from cdc_delta.events.debezium_records import SCHEMA_CHANGE, SIGNAL, control_kind, control_ts_ms, dropped_tables
+from cdc_delta.events.masking import Masks, Rule, masked_envelope, unmasked, unmasked_values, unverified
 from cdc_delta.events.ordering import Seq, event_seq
 from cdc_delta.events.routing import Router
 
@@ -43,6 +44,10 @@ class Decoded(NamedTuple):
     schema_json: str | None = None
     payload: str | None = None
     schema_ref: str | None = None
+    redacted: str | None = None
+    """For a record dead-lettered because a masked column arrived unmasked: its envelope with those
+    columns masked (:func:`~cdc_delta.events.masking.masked_envelope`), which the dead letter keeps instead
+    of the value."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class DecodePlan:
     truncate_policy: str = "soft_delete"
     signal_table: str | None = None
     """The name of Debezium's signal table: its rows are the connector's signals and watermarks."""
+    masks: Masks = field(default_factory=Masks)
 
     def is_signal(self, source_table: str | None) -> bool:
         """Whether a change of ``source_table`` is a row of Debezium's signal table (skipped, never landed)."""
@@ -65,6 +71,11 @@ class DecodePlan:
     def key(self, table: str) -> tuple[str, ...]:
         """The key columns of a table the router named."""
         return self.keys.get(table) or self.keys[self.router.pattern_of(table) or table]
+
+    def mask_rules(self, table: str) -> dict[str, Rule]:
+        """The mask rules of a table the router named (none: empty)."""
+        rules = self.masks.rules
+        return rules.get(table) or rules.get(self.router.pattern_of(table) or table) or {}
 
 
 def _dead(reason: str, **known: Any) -> Decoded:
@@ -189,6 +200,34 @@ def _schema_change(partition: int, offset: int, message: dict[str, Any], plan: D
     return _truncate({**known, "source_ts_ms": seq.ts_ms or None}, plan, f"DROP TABLE {db}.{tbl}")
 
 
+def _unmasked(
+    schema: Any,
+    message: dict[str, Any],
+    image: dict[str, Any],
+    rules: dict[str, Rule],
+    plan: DecodePlan,
+    known: dict[str, Any],
+) -> Decoded | None:
+    """The dead letter of an event whose masked columns arrive unmasked (its schema says so, or, without
+    a schema, its values), the envelope kept masked here; None where they arrive masked."""
+    fields = image_fields(schema, "after") or image_fields(schema, "before")
+    if fields is None:
+        problems = unmasked_values(image, rules)
+    else:
+        problems = unmasked(fields, rules) + unmasked_values(image, unverified(fields, rules))
+    if not problems:
+        return None
+    table = known["table"]
+    return Decoded(
+        DEAD,
+        f"table {table}: {'; '.join(problems)}, so the connector does not mask it: the change is not landed and "
+        "this dead letter keeps it masked by cdc-delta. Run `cdc-delta connectors apply --config <config>`, "
+        f"then `cdc-delta resnapshot --table {table}` to bring the table's rows masked",
+        redacted=masked_envelope(schema, message, fields, rules, plan.masks.salt),
+        **known,
+    )
+
+
 REASON_LIMIT = 500
 """Characters of an exception's text kept in a dead letter's reason (a poison record's message can
 quote megabytes of it)."""
@@ -275,6 +314,11 @@ def decode_message(
     image = message.get(image_name)
     if not isinstance(image, dict):
         return _dead(f"op {op!r} event has no {image_name!r} row image", **known)
+    rules = plan.mask_rules(table)
+    if rules:
+        refused = _unmasked(schema, message, image, rules, plan, known)
+        if refused is not None:
+            return refused
     try:
         image_schema = images.get(image_name) if images is not None else None
         if image_schema is None:

@@ -61,7 +61,7 @@ class BatchProcessor:
         land (``merge.in_stream: false``: ``cdc-delta merge`` merges them)."""
         self.config = config
         self.epoch = epoch or None
-        self.plan = decode_plan(config)
+        self.plan = decode_plan(config, with_salt=True)
         self.listener = listener
         self._changelog: Changelog | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.

@@ -50,7 +50,9 @@ def dead_records(decoding: DecodedBatch, claims: Claims) -> DataFrame:
     (its value not kept) is read again from the batch (as many as a topic's share of the batch: joined,
     not broadcast)."""
     records = decoding.frame.where(is_dead())
-    if not claims.refused:
-        return records
-    kept = F.col("value").isNotNull()
-    return records.where(kept).unionByName(decoding.with_values(records.where(~kept), broadcast=False))
+    if claims.refused:
+        kept = F.col("value").isNotNull()
+        records = records.where(kept).unionByName(decoding.with_values(records.where(~kept), broadcast=False))
+    # A record whose masked columns arrived unmasked keeps them masked (cdc_delta.events.masking).
+    masked = F.coalesce(field("redacted").cast("binary"), F.col("value").cast("binary"))
+    return records.withColumn("value", masked)

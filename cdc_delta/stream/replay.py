@@ -70,7 +70,7 @@ def replay_dead_letters(
     t0 = time.monotonic()
     # Above every earlier replay's: each replay is a transaction version of its own for every table.
     number = int(started.timestamp() * 1000)
-    plan = decode_plan(replay)
+    plan = decode_plan(replay, with_salt=True)
     decoder = decoder_for(replay, plan)
     decoded = decoder(records)
     try:
