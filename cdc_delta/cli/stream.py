@@ -52,6 +52,10 @@ def _stream(args: argparse.Namespace, config: AppConfig, stop: Any) -> int:
             print("cdc-delta: stopped on request before the stream started")
             return 0
         watch = BrokerWatch(brokers(kafka), config.app_id, kafka.unreachable_timeout_seconds, stop=stop.requested)
+        if any(t.mask for t in config.tables):
+            from cdc_delta.stream.masking_check import check_masking
+
+            check_masking(config, args.config)
     spark = spark_for(config)
     if stop.requested.is_set():
         print("cdc-delta: stopped on request before the stream started")
