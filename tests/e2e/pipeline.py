@@ -19,12 +19,15 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import ConnectConfig, load_config
+from cdc_delta.config.masking import MaskRule
 from cdc_delta.connect.apply import apply, plan
 from cdc_delta.connect.client import ConnectClient
 from cdc_delta.connect.files import load_connector_file
 from cdc_delta.connect.http import ConnectHttp
+from cdc_delta.connect.masking_settings import with_masking
 from cdc_delta.connect.repair_settings import with_repair_settings
-from tests.e2e.source import Comparison, compare, source_columns, source_rows
+from cdc_delta.events.masking import masked_value
+from tests.e2e.source import Comparison, SourceColumn, compare, source_columns, source_rows
 from tests.services import ROOT, ConnectWorker, MariaDB
 
 CONNECTOR_FILE = ROOT / "connectors" / "mariadb-inventory.yaml"
@@ -53,6 +56,9 @@ class Pipeline:
     connect: ConnectWorker
     server_id: int
     extra_connector_settings: dict[str, str] | None = None
+    masks: dict[str, str] | None = None
+    """``mask:`` of the pattern entry (its tables that have those columns), with the salt in :meth:`salt_file`;
+    ``register`` has the connector mask them, and the comparisons expect them masked."""
 
     @property
     def prefix(self) -> str:
@@ -103,6 +109,8 @@ class Pipeline:
             **(self.extra_connector_settings or {}),
         }
         file, _ = with_repair_settings(load_connector_file(CONNECTOR_FILE, overrides), "debezium_signal")
+        if self.masks:
+            file, _ = with_masking(file, load_config(self.write_config(name="masking.yaml"), env={}))
         client = self.client()
         exists, diff = plan(client, file)
         assert apply(client, file, diff, exists, dry_run=False).action == "created"
@@ -152,10 +160,12 @@ class Pipeline:
         Debezium's record key names (the table's primary key: ``id``, or ``(id, label)``). ``merge``: the
         config's ``merge`` section (the defaults without); ``name``: the file's, beside the lake."""
         sharded = next(t for t in self.tables() if t.sharded)
+        masked = {"source_database": rf"{self.db}(_archive)?", "source_table": "[^.]+", "mask": self.masks}
         tables: list[dict[str, Any]] = [
             {
                 "name": "{db}.{table}",
                 "topic_pattern": rf"{self.prefix}\.{self.db}(_archive)?\.[^.]+",
+                **(masked if self.masks else {}),
             },
             {
                 "name": sharded.name,
@@ -191,6 +201,7 @@ class Pipeline:
             },
             "tables": tables,
             **({"merge": merge} if merge is not None else {}),
+            **({"masking": {"password_file": str(self.salt_file())}} if self.masks else {}),
         }
         path = self.folder / name
         path.write_text(yaml.safe_dump(data))
@@ -202,6 +213,14 @@ class Pipeline:
         lines = self.mariadb.capture_secrets.read_text().splitlines()
         path.write_text(next(line.split("=", 1)[1] for line in lines if line.startswith("password=")))
         path.chmod(0o600)
+        return path
+
+    def salt_file(self) -> Path:
+        """The salt of the ``hash`` mask rules, in a file of its own."""
+        path = self.folder / "mask-salt"
+        if not path.exists():
+            path.write_text(f"salt.of.{self.db}\n")
+            path.chmod(0o600)
         return path
 
     # --- checking ----------------------------------------------------------------------------------
@@ -216,6 +235,8 @@ class Pipeline:
                     rows.append({**row, C.SOURCE_DB: database, C.SOURCE_TABLE: name} if table.sharded else row)
         finally:
             conn.close()
+        if self.masks:
+            rows = masked_rows(columns, rows, self.masks, self.salt_file().read_text().strip())
         return compare(table.name, columns, rows, lake, table.lake_key)
 
     def live_rows(self, spark: SparkSession, config_path: Path, table: LakeTable) -> DataFrame | None:
@@ -231,6 +252,24 @@ class Pipeline:
     def deleted_keys(self, spark: SparkSession, config_path: Path, table: LakeTable) -> set[tuple[Any, ...]]:
         df = spark.read.format("delta").load(load_config(config_path, env={}).table_path(table.name))
         return {tuple(r) for r in df.where(F.col(C.DELETED)).select(*table.lake_key).collect()}
+
+
+def masked_rows(
+    columns: list[SourceColumn], rows: list[dict[str, Any]], masks: dict[str, str], salt: str
+) -> list[dict[str, Any]]:
+    """``SELECT *``'s rows with the columns of ``masks`` masked as Debezium masks them: cdc-delta's own
+    masking (the dead letters') is checked against Debezium's here."""
+    rules = {c.lower(): MaskRule.parse(r, c) for c, r in masks.items()}
+    lengths = {c.name: int(c.column_type.split("(")[1].split(")")[0]) for c in columns if "char(" in c.column_type}
+    out = []
+    for row in rows:
+        masked = dict(row)
+        for name, value in row.items():
+            rule = rules.get(name.lower())
+            if rule is not None:
+                masked[name] = masked_value(value, (rule.kind, rule.n), salt, lengths.get(name))
+        out.append(masked)
+    return out
 
 
 def noon_zone(now: dt.datetime | None = None) -> str:

@@ -4,10 +4,12 @@
 go on; ``cdc-delta resnapshot`` has Debezium read it again (an incremental snapshot, then a blocking one
 limited by ``--where``), and the table equals ``SELECT *`` (types and values), the rows the source lacks
 soft-deleted with ``--delete-missing``, the other table untouched. Bad requests are refused in one line
-with nothing sent."""
+with nothing sent. A column masked after the fact is refused at start until the connector masks it, its
+unmasked changes dead-lettered masked, and a re-snapshot brings the rows masked."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 import time
@@ -25,6 +27,8 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import load_config
+from cdc_delta.connect.files import ConnectorFile
+from cdc_delta.connect.masking_settings import with_masking
 from cdc_delta.retry import retry_on_conflict
 from tests.e2e.pipeline import LakeTable, Pipeline
 from tests.services import ConnectWorker, MariaDB, StreamProcess, cdc_delta, cdc_delta_here, wait_for
@@ -193,8 +197,15 @@ def equal_now(spark: SparkSession, pipe: Pipeline, config: Path, table: LakeTabl
 
 
 def caught_up(spark: SparkSession, pipe: Pipeline, config: Path, n: int, *tables: LakeTable) -> None:
+    """Marker ``n`` through, then every table equal to the source; where they do not become equal, the
+    failure says how each differs (a wait that only timed out once in CI could not be told from load)."""
     pipe.mark(n)
-    wait_for(lambda: all(equal_now(spark, pipe, config, t) for t in tables), 180, "the lake to equal the source")
+    try:
+        wait_for(lambda: all(equal_now(spark, pipe, config, t) for t in tables), 180, "the lake to equal the source")
+    except AssertionError as timed_out:
+        found = [pipe.compare_table(t, pipe.live_rows(spark, config, t)) for t in tables]
+        differ = "\n".join(c.describe() for c in found if not c.equal) or "(equal by now)"
+        raise AssertionError(f"{timed_out}, after marker {n}:\n{differ}") from None
 
 
 def resnapshot(config: Path, *args: str) -> tuple[int, str]:
@@ -212,6 +223,7 @@ def test_a_running_replica_is_repaired_and_recovered_from_a_gap_with_the_real_co
         refused(pipe, config)
         repaired(spark, pipe, config, stream)
         recovered_from_a_gap(spark, pipe, config, stream)
+        masked_later(spark, pipe, config, stream)
 
 
 def repaired(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamProcess) -> None:
@@ -377,6 +389,52 @@ def recovered_from_a_gap(spark: SparkSession, pipe: Pipeline, config: Path, stre
     assert code == 0 and f"on its signal table {pipe.db}.debezium_signal" in out, out[-4000:]
     assert signals_sent(pipe) == sent  # nothing on the Kafka channel
     caught_up(spark, pipe, config, 9, orders, late, customers)
+
+
+def masked_later(spark: SparkSession, pipe: Pipeline, config: Path, stream: StreamProcess) -> None:
+    """A column masked after the fact: with ``mask:`` in the config and the connector not masking yet, the
+    stream refuses to start in one line; once ``connectors apply`` has the connector mask it, the stream
+    starts, the changes that arrived unmasked meanwhile are dead letters keeping it masked, and a
+    re-snapshot brings the table's rows masked, as Debezium masks them."""
+    assert stream.proc is not None
+    stream.proc.terminate()
+    assert stream.proc.wait(timeout=120) == 0
+    pipe.masks = {"name": "hash"}  # customers' (and late's): the pattern entry's tables that have it
+    data = yaml.safe_load(config.read_text())
+    data["tables"][0].update(source_database=pipe.db, source_table="[^.]+", mask=pipe.masks)
+    data["masking"] = {"password_file": str(pipe.salt_file())}
+    config.write_text(yaml.safe_dump(data))
+    pipe.sql([f"UPDATE {pipe.db}.customers SET name = 'renamed while unmasked' WHERE id = 3"])
+
+    stopped = cdc_delta(config, "stream", "--until-caught-up", timeout=300)
+    errors = [line for line in stopped.stderr.splitlines() if line.startswith("cdc-delta: error:")]
+    assert stopped.returncode == 2 and len(errors) == 1 and "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    assert "column name arrives without Debezium's masked parameter" in errors[0], errors
+    assert f"no connector masks it. Run `cdc-delta connectors apply --config {config}`" in errors[0], errors
+
+    client = pipe.client()
+    current = ConnectorFile(pipe.connector, client.config(pipe.connector) or {}, "test")
+    masked, _ = with_masking(current, load_config(config))
+    client.put_config(pipe.connector, masked.config)
+    time.sleep(5)
+    wait_for(lambda: connector_running(client, pipe.connector), 120, "the connector restarted")
+    stream.start()
+    customers = lake_table(pipe.db, "customers")
+    code, out = resnapshot(config, "--table", customers.name)
+    assert code == 0, out[-4000:]
+    caught_up(spark, pipe, config, 10, customers)  # its names hashed by Debezium (compare_table masks them)
+    log = stream.log.read_text(errors="replace")
+    assert "and a connector masks it now: the changes that arrived unmasked are dead-lettered" in log, log[-3000:]
+    letters = (
+        spark.read.format("delta")
+        .load(load_config(config).storage.dead_letters)
+        .where(F.col("table") == customers.name)
+    )
+    values = [bytes(r["value"]).decode() for r in letters.collect()]
+    salt = pipe.salt_file().read_text().strip()
+    hashed = hashlib.sha256(f"{salt}renamed while unmasked".encode()).hexdigest()[:50]  # VARCHAR(50)
+    assert values and all("renamed while unmasked" not in v and "customer " not in v for v in values), values
+    assert any(hashed in v for v in values), values
 
 
 def connector_running(client: Any, name: str) -> bool:
