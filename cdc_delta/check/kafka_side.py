@@ -33,7 +33,7 @@ def newest_events(
 
     found = newest_decoded(config, ends, keep, f"{config.app_id}-check", look_back)
     out = []
-    for (topic, partition), (offset, decoded) in sorted(found.items()):
-        values = json.loads(decoded.row_json or "{}")
-        out.append(NewestEvent(topic, partition, offset, {k: values[k] for k in table.key}))
+    for (topic, partition), newest in sorted(found.items()):
+        values = json.loads(newest.decoded.row_json or "{}")
+        out.append(NewestEvent(topic, partition, newest.offset, {k: values[k] for k in table.key}))
     return out

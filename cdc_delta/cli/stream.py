@@ -56,6 +56,8 @@ def _stream(args: argparse.Namespace, config: AppConfig, stop: Any) -> int:
             from cdc_delta.stream.masking_check import check_masking
 
             check_masking(config, args.config)
+    elif any(t.mask for t in config.tables):
+        logger.warning("kafka.raw_security: masked columns are checked in each batch, not at start")
     spark = spark_for(config)
     if stop.requested.is_set():
         print("cdc-delta: stopped on request before the stream started")

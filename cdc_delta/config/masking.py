@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cdc_delta.config.common import PasswordSource
+from cdc_delta.exceptions import ConfigError
 
 RULE = re.compile(r"(?P<kind>hash|stars|truncate)(?:\s+(?P<n>\d+))?")
 
@@ -50,3 +51,12 @@ class MaskingConfig(PasswordSource):
     hashes, so masked columns still join across tables and over time."""
 
     SECTION: ClassVar[str] = "masking"
+
+    def salt(self) -> str:
+        """The salt, read now; :class:`ConfigError` where it is empty (Debezium would not read a setting
+        without one, and a hash without a salt is a dictionary away from the value)."""
+        salt = (self.password() or "").strip()
+        if not salt:
+            where = self.password_env or self.password_file
+            raise ConfigError(f"masking: the salt in {where} is empty: write a long random text there")
+        return salt

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from cdc_delta.config import AppConfig
 from cdc_delta.connect.files import ConnectorFile
-from cdc_delta.exceptions import ConfigError
 
 
 def masking_settings(config: AppConfig) -> dict[str, str]:
@@ -22,10 +21,7 @@ def masking_settings(config: AppConfig) -> dict[str, str]:
     for table in config.tables:
         for column, rule in table.mask_rules().items():
             if rule.kind == "hash" and salt is None:
-                salt = (config.masking.password() or "").strip()
-                if not salt:  # Debezium would not read the setting (its name needs a salt): nothing masked
-                    where = config.masking.password_env or config.masking.password_file
-                    raise ConfigError(f"masking: the salt in {where} is empty: write a long random text there")
+                salt = config.masking.salt()
             key = rule.debezium_key(salt or "")
             columns.setdefault(key, []).extend(table.source_columns(column))
     return {key: ",".join(dict.fromkeys(regexes)) for key, regexes in columns.items()}

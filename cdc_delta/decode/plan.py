@@ -14,7 +14,7 @@ def decode_plan(config: AppConfig, with_salt: bool = False) -> DecodePlan:
     nothing kept of them."""
     rules = {t.name: {c: (r.kind, r.n) for c, r in t.mask_rules().items()} for t in config.tables if t.mask}
     hashed = any(kind == "hash" for table in rules.values() for kind, _ in table.values())
-    salt = (config.masking.password() or "").strip() if with_salt and hashed else ""
+    salt = config.masking.salt() if with_salt and hashed else ""
     return DecodePlan(
         router=Router(config.tables),
         keys={t.name: tuple(t.key) for t in config.tables},

@@ -15,7 +15,15 @@ from typing import Any, NamedTuple
 
 from cdc_delta.events import logical_types
 from cdc_delta.events.debezium_records import SCHEMA_CHANGE, SIGNAL, control_kind, control_ts_ms, dropped_tables
-from cdc_delta.events.masking import Masks, Rule, masked_envelope, unmasked, unmasked_values, unverified
+from cdc_delta.events.masking import (
+    Masks,
+    Rule,
+    masked_envelope,
+    unmasked,
+    unmasked_reason,
+    unmasked_values,
+    unverified,
+)
 from cdc_delta.events.ordering import Seq, event_seq
 from cdc_delta.events.routing import Router
 
@@ -201,28 +209,20 @@ def _schema_change(partition: int, offset: int, message: dict[str, Any], plan: D
 
 
 def _unmasked(
-    schema: Any,
-    message: dict[str, Any],
-    image: dict[str, Any],
-    rules: dict[str, Rule],
-    plan: DecodePlan,
-    known: dict[str, Any],
+    schema: Any, message: dict[str, Any], image: dict[str, Any], rules: dict[str, Rule], plan: DecodePlan, **known: Any
 ) -> Decoded | None:
-    """The dead letter of an event whose masked columns arrive unmasked (its schema says so, or, without
-    a schema, its values), the envelope kept masked here; None where they arrive masked."""
+    """The dead letter of an event whose masked columns arrive unmasked (its schema says so, or its
+    values), the envelope kept masked here; None where they arrive masked."""
     fields = image_fields(schema, "after") or image_fields(schema, "before")
     if fields is None:
-        problems = unmasked_values(image, rules)
+        problems = unmasked_values(image, rules, schemaless=True)
     else:
         problems = unmasked(fields, rules) + unmasked_values(image, unverified(fields, rules))
     if not problems:
         return None
-    table = known["table"]
     return Decoded(
         DEAD,
-        f"table {table}: {'; '.join(problems)}, so the connector does not mask it: the change is not landed and "
-        "this dead letter keeps it masked by cdc-delta. Run `cdc-delta connectors apply --config <config>`, "
-        f"then `cdc-delta resnapshot --table {table}` to bring the table's rows masked",
+        unmasked_reason(known["table"], problems),
         redacted=masked_envelope(schema, message, fields, rules, plan.masks.salt),
         **known,
     )
@@ -303,6 +303,12 @@ def decode_message(
     if table is None:
         return _dead(plan.router.refusal(topic, db, tbl), **known)
     known["table"] = table
+    rules = plan.mask_rules(table) if op != "t" else {}
+    if rules:  # before anything else can refuse the record with its raw value
+        image = message.get("before" if op == "d" else "after")
+        refused = _unmasked(schema, message, image if isinstance(image, dict) else {}, rules, plan, **known)
+        if refused is not None:
+            return refused
     try:
         seq = event_seq(op, source, message.get("ts_ms"), partition, offset)
     except ValueError as exc:
@@ -314,11 +320,6 @@ def decode_message(
     image = message.get(image_name)
     if not isinstance(image, dict):
         return _dead(f"op {op!r} event has no {image_name!r} row image", **known)
-    rules = plan.mask_rules(table)
-    if rules:
-        refused = _unmasked(schema, message, image, rules, plan, known)
-        if refused is not None:
-            return refused
     try:
         image_schema = images.get(image_name) if images is not None else None
         if image_schema is None:

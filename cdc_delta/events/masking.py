@@ -18,17 +18,18 @@ no plain value reaches the lake.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 MASKED = "masked"
+CDC_DELTA = "cdc-delta"
+"""The ``masked`` parameter's value on a column cdc-delta masked in a dead letter (not ``"true"``: the
+record is still refused when replayed, and its column not masked again)."""
 TRUNCATE_LENGTH = "truncateLength"
 SOURCE_LENGTH = "__debezium.source.column.length"
-
-_HEX = re.compile(r"[0-9a-f]+")
 
 Rule = tuple[str, int]
 """A mask rule as the decoder holds it: (``hash`` | ``stars`` | ``truncate``, N)."""
@@ -58,11 +59,29 @@ def _declared_length(field_schema: dict[str, Any]) -> int | None:
         return None
 
 
-def unmasked(fields: dict[str, dict[str, Any]], rules: dict[str, Rule]) -> list[str]:
+@dataclass(frozen=True)
+class Problem:
+    """Why one masked column arrives unmasked. ``config``: no connector setting can mask it (the column
+    must leave ``mask:``), where the others are fixed by having the connector mask it."""
+
+    column: str
+    text: str
+    config: bool = False
+
+
+def _text(schema: dict[str, Any]) -> bool:
+    """Whether a field holds a text column: a Connect string with no logical name (a JSON column, a
+    timestamp with zone, an ENUM or SET are strings with a name, and Debezium does not mask them)."""
+    return schema.get("type") == "string" and not schema.get("name")
+
+
+def unmasked(fields: dict[str, dict[str, Any]], rules: dict[str, Rule]) -> list[Problem]:
     """Why each masked column of an image schema (``fields``: Connect field schemas by column) arrives
-    unmasked, one text per column; empty where all arrive masked. A rule's column matches a field
-    whatever its case (MySQL's names are case-insensitive, and so is Debezium's column list); a column
-    the schema lacks is not judged here (:func:`missing_columns`)."""
+    unmasked; empty where all arrive masked. A rule's column matches a field whatever its case (MySQL's
+    names are case-insensitive, and so is Debezium's column list); a column the schema lacks is not
+    judged here (:func:`missing_columns`). A DECIMAL or binary column sent as text
+    (``decimal.handling.mode=string``, ``binary.handling.mode=base64``) looks like a text column: leave
+    such columns out of ``mask:``."""
     by_lower = {name.lower(): (name, schema) for name, schema in fields.items()}
     problems = []
     for column, (kind, n) in rules.items():
@@ -71,14 +90,18 @@ def unmasked(fields: dict[str, dict[str, Any]], rules: dict[str, Rule]) -> list[
             continue
         name, schema = found
         params = _params(schema)
-        if schema.get("type") != "string":
-            problems.append(f"column {name} is {schema.get('type')}: Debezium masks text columns only")
+        if not _text(schema):
+            what = schema.get("name") or schema.get("type")
+            problems.append(Problem(name, f"column {name} is {what}, not text: Debezium masks text columns only", True))
         elif kind == "truncate":
+            given = params.get(TRUNCATE_LENGTH)
             length = _declared_length(schema)
-            if length is not None and length > n and str(params.get(TRUNCATE_LENGTH)) != str(n):
-                problems.append(f"column {name} arrives without Debezium's truncateLength {n}")
+            if given is not None and str(given) != str(n):
+                problems.append(Problem(name, f"column {name} arrives cut to {given} characters, not {n}"))
+            elif given is None and length is not None and length > n:
+                problems.append(Problem(name, f"column {name} arrives without Debezium's truncateLength {n}"))
         elif params.get(MASKED) != "true":
-            problems.append(f"column {name} arrives without Debezium's masked parameter")
+            problems.append(Problem(name, f"column {name} arrives without Debezium's masked parameter"))
     return problems
 
 
@@ -90,33 +113,60 @@ def unverified(fields: dict[str, dict[str, Any]], rules: dict[str, Rule]) -> dic
     out = {}
     for column, (kind, n) in rules.items():
         schema = by_lower.get(column.lower())
-        if kind != "truncate" or schema is None or schema.get("type") != "string":
+        if kind != "truncate" or schema is None or not _text(schema):
             continue
         if TRUNCATE_LENGTH not in _params(schema) and _declared_length(schema) is None:
             out[column] = (kind, n)
     return out
 
 
-def unmasked_values(image: dict[str, Any], rules: dict[str, Rule]) -> list[str]:
-    """:func:`unmasked` for a record without a schema (JsonConverter's ``schemas.enable=false``), judged by
-    its values: a hash is lowercase hex of at most 64 digits, ``stars N`` N asterisks, ``truncate N`` at
-    most N characters (Java's: UTF-16 code units). A plain value that happens to look masked (a short
-    hex word) passes: with schemas on, the check is exact."""
+def unmasked_values(image: dict[str, Any], rules: dict[str, Rule], schemaless: bool = False) -> list[Problem]:
+    """:func:`unmasked` judged by values: those of ``truncate`` columns the schema cannot confirm
+    (:func:`unverified`: at most N characters, Java's UTF-16 code units), and, for a record without a
+    schema (``schemaless``: JsonConverter's ``schemas.enable=false``), every rule: ``stars N`` is N
+    asterisks; a ``hash`` cannot be told from a plain number or hex word without the schema's mark, so a
+    hashed column's records need their schema."""
     by_lower = {name.lower(): (name, value) for name, value in image.items()}
     problems = []
     for column, (kind, n) in rules.items():
         name, value = by_lower.get(column.lower(), (column, None))
-        if value is None:
+        if kind == "hash" and schemaless:
+            problems.append(
+                Problem(name, f"column {name} is hashed, which only a record's schema shows (schemas.enable)", True)
+            )
+        elif value is None:
             continue
-        if not isinstance(value, str):
-            problems.append(f"column {name} holds {type(value).__name__} values: Debezium masks text columns only")
-        elif kind == "hash" and not (len(value) <= 64 and _HEX.fullmatch(value)):
-            problems.append(f"column {name} holds a value that is not a hash")
+        elif not isinstance(value, str):
+            problems.append(
+                Problem(name, f"column {name} holds {type(value).__name__} values: Debezium masks text only", True)
+            )
         elif kind == "stars" and value != "*" * n:
-            problems.append(f"column {name} holds a value that is not {n} asterisks")
+            problems.append(Problem(name, f"column {name} holds a value that is not {n} asterisks"))
         elif kind == "truncate" and len(value.encode("utf-16-le")) > 2 * n:
-            problems.append(f"column {name} holds a value longer than {n} characters")
+            problems.append(Problem(name, f"column {name} holds a value longer than {n} characters"))
     return problems
+
+
+NOT_LANDED = ": the change is not landed (this dead letter keeps it masked by cdc-delta). "
+"""Where a dead letter's reason (:func:`unmasked_reason`) passes from what arrived to what to do."""
+OUT_OF_MASK = "out of mask:"
+
+
+def unmasked_reason(table: str, problems: list[Problem]) -> str:
+    """The reason of a dead letter whose masked columns arrived unmasked: what arrived, then the fix."""
+    texts = "; ".join(p.text for p in problems)
+    config = [p.column for p in problems if p.config]
+    if config:
+        fix = (
+            f"Take {', '.join(config)} {OUT_OF_MASK} in the config (mask it upstream), then "
+            f"`cdc-delta replay-dead-letters --table {table}` lands it as kept here"
+        )
+    else:
+        fix = (
+            "Have the connector mask it (`cdc-delta connectors apply --config <config>`), then "
+            f"`cdc-delta resnapshot --table {table}` brings the table's rows masked"
+        )
+    return f"table {table}: {texts}{NOT_LANDED}{fix}"
 
 
 def missing_columns(fields: dict[str, dict[str, Any]], rules: dict[str, Rule]) -> list[str]:
@@ -154,22 +204,28 @@ def masked_envelope(
     salt: str,
 ) -> str:
     """The envelope (JsonConverter's form: ``{"schema":..,"payload":..}``, or the payload alone where the
-    record had no schema) with every masked column of its row images masked (:func:`masked_value`)."""
+    record had no schema) with every masked column of its row images masked (:func:`masked_value`), each
+    marked ``masked: "cdc-delta"`` in the schema; a column so marked already (a dead letter replayed) is
+    kept as it is."""
     fields = image_fields or {}
     by_lower = {column.lower(): rule for column, rule in rules.items()}
+    done = {name for name, f in fields.items() if _params(f).get(MASKED) == CDC_DELTA}
     payload = dict(message)
     for image_name in ("before", "after"):
         image = payload.get(image_name)
-        if not isinstance(image, dict):
-            continue
-        masked = {}
-        for name, value in image.items():
-            rule = by_lower.get(name.lower())
-            if rule is None:
-                masked[name] = value
-            else:
-                length = _declared_length(fields.get(name, {}))
-                masked[name] = masked_value(value, rule, salt, length)
-        payload[image_name] = masked
-    envelope = payload if schema is None else {"schema": schema, "payload": payload}
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+        if isinstance(image, dict):
+            payload[image_name] = {
+                name: value
+                if name in done or name.lower() not in by_lower
+                else masked_value(value, by_lower[name.lower()], salt, _declared_length(fields.get(name, {})))
+                for name, value in image.items()
+            }
+    if schema is None:
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    marked = copy.deepcopy(schema)
+    for envelope_field in marked.get("fields") or [] if isinstance(marked, dict) else []:
+        if isinstance(envelope_field, dict) and envelope_field.get("field") in ("before", "after"):
+            for f in envelope_field.get("fields") or []:
+                if isinstance(f, dict) and str(f.get("field", "")).lower() in by_lower:
+                    f["parameters"] = {**_params(f), MASKED: CDC_DELTA}
+    return json.dumps({"schema": marked, "payload": payload}, ensure_ascii=False, separators=(",", ":"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -17,11 +18,17 @@ from cdc_delta.kafka.client import brokers
 Decode = Callable[[str, int, int, bytes | None], Decoded]
 
 
+class Newest(NamedTuple):
+    offset: int
+    key: bytes | None
+    decoded: Decoded
+
+
 def newest_decoded(
     config: AppConfig, ends: dict[Partition, int], keep: Callable[[Decoded], bool], group: str, look_back: int = 20
-) -> dict[Partition, tuple[int, Decoded]]:
+) -> dict[Partition, Newest]:
     """Per partition (its end offset in ``ends``), the newest of its last ``look_back`` records whose
-    decoding ``keep`` takes, with its offset; a partition with none is left out. ``group``: the
+    decoding ``keep`` takes, with its offset and key; a partition with none is left out. ``group``: the
     consumer group named (nothing is committed to it)."""
     decode = record_decoder(config, decode_plan(config))
     target = brokers(config.kafka)  # with kafka.security, as every client
@@ -34,7 +41,7 @@ def newest_decoded(
             "log_level": 0,
         }
     )
-    out: dict[Partition, tuple[int, Decoded]] = {}
+    out: dict[Partition, Newest] = {}
     try:
         for (topic, partition), end in sorted(ends.items()):
             if end <= 0:
@@ -44,13 +51,16 @@ def newest_decoded(
             while time.monotonic() < deadline:
                 msg = consumer.poll(1)
                 if msg is None or msg.error() is not None:
+                    # Past the end (its last offset a transaction marker, or gone to retention): done.
+                    if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                        break
                     continue
                 offset = int(msg.offset() or 0)
                 if offset >= end:
                     break
                 decoded = decode(topic, partition, offset, msg.value())
                 if keep(decoded):
-                    out[(topic, partition)] = (offset, decoded)
+                    out[(topic, partition)] = Newest(offset, msg.key(), decoded)
                 if offset == end - 1:
                     break
     finally:

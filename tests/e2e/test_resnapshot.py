@@ -432,7 +432,8 @@ def masked_later(spark: SparkSession, pipe: Pipeline, config: Path, stream: Stre
     )
     values = [bytes(r["value"]).decode() for r in letters.collect()]
     salt = pipe.salt_file().read_text().strip()
-    hashed = hashlib.sha256(f"{salt}renamed while unmasked".encode()).hexdigest()[:50]  # VARCHAR(50)
+    # The dead letter's hash is whole: Debezium cuts it to the column's length (50), which the schema lacks.
+    hashed = hashlib.sha256(f"{salt}renamed while unmasked".encode()).hexdigest()
     assert values and all("renamed while unmasked" not in v and "customer " not in v for v in values), values
     assert any(hashed in v for v in values), values
 

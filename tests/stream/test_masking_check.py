@@ -120,3 +120,27 @@ def test_the_check_at_start(
     check_masking(config(kafka_bootstrap, worker.url, "masked", {"email": "hash"}), "cdc.yaml")
     with pytest.raises(ConfigError, match=r"mask: names column\(s\) emial, which its records do not have"):
         check_masking(config(kafka_bootstrap, worker.url, "masked", {"emial": "hash"}), "cdc.yaml")
+
+
+def test_a_masked_column_in_the_record_key_is_refused(kafka_bootstrap: str, worker: Worker) -> None:
+    """A pattern entry takes each table's key from Debezium's record key, which Debezium never masks."""
+    produce(kafka_bootstrap, "keyed", masked=True)
+    cfg = parse_config(
+        {
+            "app_id": "check-keyed",
+            "storage": {"root": "/unused"},
+            "kafka": {"bootstrap_servers": kafka_bootstrap, "topic_pattern": r"keyed\..*"},
+            "connect": {"url": worker.url},
+            "tables": [
+                {
+                    "name": "{db}.{table}",
+                    "topic_pattern": r"keyed\.shop\.[^.]+",
+                    "source_database": "shop",
+                    "source_table": "[^.]+",
+                    "mask": {"ID": "stars 3"},
+                }
+            ],
+        }
+    )
+    with pytest.raises(ConfigError, match=r"mask: ID is in the record key \(topic keyed.shop.users partition 0"):
+        check_masking(cfg, "cdc.yaml")
