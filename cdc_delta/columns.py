@@ -5,7 +5,10 @@ from __future__ import annotations
 
 PREFIX = "_cdc_"
 OP = "_cdc_op"
-"""The op of the event applied last: c, u, d, r, or t (a truncate soft-deleted the row)."""
+"""The op of the event applied last: c, u, d, r, t (a truncate soft-deleted the row), or a (a purge deleted
+the row at the source, and the lake keeps it: :data:`ARCHIVE`)."""
+ARCHIVE = "a"
+"""The op of a purge's delete that the lake keeps (a table's ``archival_deletes``): the row stays live."""
 DELETED = "_cdc_deleted"
 """True for a soft-deleted row (a tombstone kept for the retention period)."""
 SEQ = "_cdc_seq"

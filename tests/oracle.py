@@ -6,7 +6,11 @@ Semantics (DESIGN.md, "Merge semantics"), batch by batch:
 - per key, the event with the greatest ordering key in the batch is the candidate;
 - it replaces the stored row only when its ordering key is greater (older or equal: no change);
   the row becomes its image (before image for a delete) with _cdc_deleted = (op == 'd');
-- a truncate of a source table soft-deletes that source's rows whose ordering key is smaller.
+- a truncate of a source table soft-deletes that source's rows whose ordering key is smaller;
+- archival deletes (``archival``: table -> (min_rows, which rows)): a source transaction (a GTID, in its
+  binlog file) whose distinct deleted positions, over every batch so far, reach ``min_rows`` is a purge.
+  Its deletes of rows that ``which`` takes are archived: op ``a``, the row live. Deletes of it applied
+  before it was known to be a purge turn archived then. At one ordering key, an ``a`` replaces a ``d``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +54,8 @@ class Event:
     pos: int
     row: int
     ts_ms: int
+    gtid: int = 0
+    """The sequence number of the event's MariaDB GTID (its transaction); 0: none."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +71,19 @@ class Delivery:
     expect: str  # "ok", "dead" or "skip"
 
 
+Archival = dict[str, tuple[int, Callable[[dict[str, Any]], bool]]]
+
+
 class Oracle:
-    def __init__(self, keys: dict[str, tuple[str, ...]], shard_keyed: frozenset[str]) -> None:
+    def __init__(
+        self, keys: dict[str, tuple[str, ...]], shard_keyed: frozenset[str], archival: Archival | None = None
+    ) -> None:
         self.keys = keys
         self.shard_keyed = shard_keyed
+        self.archival = archival or {}
         self.tables: dict[str, dict[tuple, dict[str, Any]]] = {name: {} for name in keys}
+        self.deleted: dict[tuple[str, int, int], set[tuple[int, int]]] = {}
+        """(table, binlog file, gtid) -> the positions its deletes were at, over every batch so far."""
 
     def _key(self, event: Event) -> tuple:
         key = tuple(event.values[k] for k in self.keys[event.table])  # type: ignore[index]
@@ -76,10 +91,32 @@ class Oracle:
 
     @staticmethod
     def _seq(event: Event, partition: int, offset: int) -> tuple:
-        return (0 if event.op == "r" else 1, 0, event.file_num, event.pos, event.row, event.ts_ms, partition, offset)
+        phase = 0 if event.op == "r" else 1
+        return (phase, event.gtid, event.file_num, event.pos, event.row, event.ts_ms, partition, offset)
+
+    def _purges(self, batch: list[Delivery]) -> set[tuple[str, int, int]]:
+        for d in batch:
+            e = d.event
+            if d.expect == "ok" and e is not None and e.op == "d" and e.gtid > 0 and e.table in self.archival:
+                self.deleted.setdefault((e.table, e.file_num, e.gtid), set()).add((e.pos, e.row))
+        return {k for k, rows in self.deleted.items() if len(rows) >= self.archival[k[0]][0]}
+
+    def _op(self, e: Event, purges: set[tuple[str, int, int]]) -> str:
+        purged = e.op == "d" and (e.table, e.file_num, e.gtid) in purges
+        return "a" if purged and self.archival[e.table][1](e.values or {}) else e.op
+
+    @staticmethod
+    def _replaces(seq: tuple, op: str, current_seq: tuple, current_op: str) -> bool:
+        return seq > current_seq or (seq == current_seq and op == "a" and current_op == "d")
 
     def apply_batch(self, batch: list[Delivery]) -> None:
-        candidates: dict[tuple[str, tuple], tuple[tuple, Event]] = {}
+        purges = self._purges(batch)
+        for table, rows in self.tables.items():  # deletes of a purge known only now
+            for row in rows.values():
+                seq = row["_cdc_seq"]
+                if row["_cdc_op"] == "d" and (table, seq[2], seq[1]) in purges and self.archival[table][1](row):
+                    row.update(_cdc_op="a", _cdc_deleted=False)
+        candidates: dict[tuple[str, tuple], tuple[tuple, str, Event]] = {}
         truncates: dict[tuple[str, str, str], tuple] = {}
         for d in batch:
             if d.expect != "ok" or d.event is None:
@@ -91,15 +128,16 @@ class Oracle:
                 truncates[where] = max(truncates.get(where, seq), seq)
                 continue
             slot = (e.table, self._key(e))
-            if slot not in candidates or seq > candidates[slot][0]:
-                candidates[slot] = (seq, e)
-        for (table, key), (seq, e) in candidates.items():
+            op = self._op(e, purges)
+            if slot not in candidates or self._replaces(seq, op, *candidates[slot][:2]):
+                candidates[slot] = (seq, op, e)
+        for (table, key), (seq, op, e) in candidates.items():
             current = self.tables[table].get(key)
-            if current is None or seq > current["_cdc_seq"]:
+            if current is None or self._replaces(seq, op, current["_cdc_seq"], current["_cdc_op"]):
                 row = {k: canonical(v) for k, v in (e.values or {}).items()}
                 row.update(
-                    _cdc_op=e.op,
-                    _cdc_deleted=e.op == "d",
+                    _cdc_op=op,
+                    _cdc_deleted=op == "d",
                     _cdc_seq=seq,
                     _cdc_source_db=e.db,
                     _cdc_source_table=e.source_table,

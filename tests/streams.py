@@ -1,7 +1,8 @@
 """Hypothesis strategies for change streams: a simulated source database, then a messy delivery.
 
-The source makes inserts, updates, deletes (then re-inserts), truncates, a column added and a column
-dropped mid-stream, on one plain table and two shards that reuse primary keys. The delivery then adds
+The source makes inserts, updates, deletes (then re-inserts), purges (several deletes in one transaction),
+truncates, a column added and a column dropped mid-stream, on one plain table and two shards that reuse
+primary keys; every binlog transaction has a MariaDB GTID. The delivery then adds
 Debezium tombstones, snapshot reads arriving after binlog events, duplicates, older events after
 newer ones, replays of earlier records in later batches, bad records, and random batch boundaries.
 """
@@ -39,7 +40,13 @@ SHARDS = (SourceTable("shop_0", "orders_000", SHARD_COLUMNS), SourceTable("shop_
 CONFIG = {
     "app_id": "prop",
     "tables": [
-        {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
+        {
+            "name": "inventory.items",
+            "topics": ["srv.inventory.items"],
+            "key": ["id"],
+            # purges of two or more rows are kept, but for rows named beta
+            "archival_deletes": {"min_rows": 2, "where": "name <> 'beta'"},
+        },
         {
             "name": "shop.orders",
             "topic_pattern": r"srv\.shop_\d\.orders_\d{3}",
@@ -51,6 +58,8 @@ CONFIG = {
     ],
 }
 KEYS = {"inventory.items": ("id",), "shop.orders": ("id",)}
+ARCHIVAL = {"inventory.items": (2, lambda row: row.get("name") != "beta")}
+"""CONFIG's archival deletes, for the oracle."""
 SHARD_KEYED = frozenset({"shop.orders"})
 GARBAGE = (
     b"{broken json",
@@ -101,7 +110,7 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
     n_ops = draw(st.integers(4, 36))
     drop_legacy_at = draw(st.integers(0, n_ops))
     add_extra_at = draw(st.integers(0, n_ops))
-    file_num, pos, ts_ms = 1, 4, 1_767_225_600_000
+    file_num, pos, ts_ms, gtid = 1, 4, 1_767_225_600_000, 0
 
     def emit(
         source: SourceTable,
@@ -110,11 +119,14 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
         legacy: bool,
         extra: bool,
         snapshot_pos: int | None = None,
+        same_transaction: bool = False,
     ) -> None:
-        nonlocal pos, ts_ms
+        nonlocal pos, ts_ms, gtid
         pos += 100
         ts_ms += draw(st.integers(0, 3)) * 1000
         at = snapshot_pos if snapshot_pos is not None else pos
+        if op != "r" and not same_transaction:
+            gtid += 1  # a transaction of its own; the initial snapshot's reads have none
         table = SourceTable(source.db, source.table, _columns(source, legacy, extra))
         before = values if op == "d" else None
         after = values if op in ("c", "u", "r") else None
@@ -126,11 +138,14 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
             file=f"mysql-bin.{file_num:06d}",
             pos=at,
             ts_ms=ts_ms,
+            gtid=None if op == "r" else f"0-1-{gtid}",
             server="srv",
             with_schema=True,
         )
         key = json.dumps({"id": values["id"]} if values else {}).encode()
-        event = Event(logical_name(source), source.db, source.table, op, values, file_num, at, 0, ts_ms)
+        event = Event(
+            logical_name(source), source.db, source.table, op, values, file_num, at, 0, ts_ms, 0 if op == "r" else gtid
+        )
         out.append((event, key, json.dumps(value).encode()))
 
     # The initial snapshot: op r for rows that exist before capture starts, at one binlog position.
@@ -142,9 +157,16 @@ def source_history(draw: st.DrawFn) -> list[tuple[Event, bytes, bytes]]:
         legacy, extra = i < drop_legacy_at, i >= add_extra_at
         source = draw(st.sampled_from(sources))
         rows = live[source.table]
-        action = draw(st.sampled_from(["write", "write", "write", "delete", "rotate", "truncate"]))
+        action = draw(st.sampled_from(["write", "write", "write", "delete", "purge", "purge", "rotate", "truncate"]))
         if action == "rotate":  # binlog rotation: file number up, position back to 4
             file_num, pos = file_num + 1, 4
+            continue
+        if action == "purge":  # one transaction deleting several rows of items (an archive job's purge)
+            source, rows = ITEMS, live[ITEMS.table]
+            purged = sorted(draw(st.sets(st.sampled_from(sorted(rows)), max_size=4))) if rows else []
+            for n, key in enumerate(purged):
+                values = {**rows.pop(key)} if source is not ITEMS else _reshape(rows.pop(key), legacy, extra)
+                emit(source, "d", values, legacy, extra, same_transaction=n > 0)
             continue
         if action == "truncate" and draw(st.booleans()):
             emit(source, "t", None, legacy, extra)

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta.changelog import table_index
+from cdc_delta.changelog.purges import Purges
 from cdc_delta.changelog.table import (
     LAND_SEQ,
     TABLE,
@@ -125,12 +126,14 @@ class Changelog:
         connect_schemas: Mapping[str, str],
         events_by_table: dict[str, int],
         new_tables: Mapping[str, table_index.Made] | None = None,
+        purges: Purges | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this checkpoint epoch's batch landed
         before, :meth:`_landing_of`); ``descriptors`` are the batch's
         distinct column descriptors and Connect schema references, stored first where new (a
         reference's text from ``connect_schemas``, the decoder's); ``new_tables``, the tables pattern entries
-        made in this batch (:meth:`claim`), are added to the table index first."""
+        made in this batch (:meth:`claim`), are added to the table index first; ``purges``, the batch's
+        deletes of purges, land archived (:mod:`.purges`)."""
         held = self._landing_of(batch_id)
         if held is not None:
             logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
@@ -146,6 +149,8 @@ class Changelog:
         before = latest_version(self.spark, self.path)
         self._alone(before)
         rows = landed_rows(decoded, land_seq, batch_id, self.epoch, at)
+        if purges is not None:
+            rows = purges.relabeled(rows, self.path, land_seq, batch_id, self.epoch, at)
         if self._hold is not None:  # maintenance may be holding landings so that its DELETE can commit
             wait_while_held(self._hold, "the changelog")
         with session_confs(decoded.sparkSession, {**row_group_confs(self.config), **EMPTY_COMMITS_RECORDED}):

@@ -39,7 +39,7 @@ def read_state(
     ``width``, the rows are counted by range of the first key column too, as the source's."""
     # An empty source (no range): nothing at all may be live in Delta.
     low_high = None if low is None else (ds.field(key[0]) >= low) & (ds.field(key[0]) <= high)
-    table = read(table_rs.to_pyarrow_dataset(), [*key, C.DELETED, C.SOURCE_TS], low_high)
+    table = read(table_rs.to_pyarrow_dataset(), [*key, C.DELETED, C.SOURCE_TS, C.OP], low_high)
     existed = _existed(table, at_ms)
     present = None
     if newest is not None:
@@ -56,8 +56,10 @@ def read_state(
 
 
 def _existed(table: pa.Table, at_ms: int) -> pa.Array:
-    """Live rows, and rows deleted by a change after ``at_ms`` (they existed at that moment)."""
-    deleted = pc.fill_null(table[C.DELETED], False)
+    """Live rows, and rows deleted by a change after ``at_ms`` (they existed at that moment); an archived
+    row (a purge's, kept) is one the source no longer has, deleted at its ``_cdc_source_ts``."""
+    archived = pc.fill_null(pc.equal(table[C.OP], C.ARCHIVE), False)
+    deleted = pc.or_(pc.fill_null(table[C.DELETED], False), archived)
     at = pa.scalar(dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.timezone.utc), table.schema.field(C.SOURCE_TS).type)
     later = pc.fill_null(pc.greater(table[C.SOURCE_TS], at), False)
     return pc.or_(pc.invert(deleted), pc.and_(deleted, later))

@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from cdc_delta.columns import SHARD_KEY
+from cdc_delta.config.archival import ArchivalDeletes
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
 from cdc_delta.config.masking import MaskRule
 from cdc_delta.events import column_types
@@ -133,6 +134,10 @@ class TableConfig(Frozen):
     ``hash`` (salted SHA-256, salt from ``masking``), ``stars N`` or ``truncate N``. String columns only;
     never a key column (Debezium does not mask the Kafka key). A pattern entry names its source with
     source_database and source_table."""
+    archival_deletes: ArchivalDeletes | None = None
+    """Purges kept: a source transaction deleting at least ``min_rows`` rows of the table leaves them live,
+    marked archived (``_cdc_op = 'a'``); ``where`` limits it to the rows a condition takes. Off: every
+    delete is a delete."""
     source_count_jdbc: SourceCountJdbc | None = None
     """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
     the difference then includes the changes since the cut-off)."""

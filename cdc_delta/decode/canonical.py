@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import _to_java_column, _to_seq
 
+from cdc_delta.columns import ARCHIVE
 from cdc_delta.decode.decoded import DECODED, field
 from cdc_delta.decode.images import ImageSchema, read_schema
 from cdc_delta.decode.jvm import missing_decoder
@@ -40,7 +41,7 @@ from cdc_delta.local_checkpoint import Held
 CANONICAL_CLASS = "io.cdcdelta.decode.CanonicalImage"
 """The JVM function that makes images canonical, cdc-delta's own (``jvm/decoder``, built into the Spark
 jars by ``scripts/fetch-jars.sh``, beside the envelope reader)."""
-_ROW_JSON, _LANDED_TABLE = "_row_json", "_landed_table"
+_ROW_JSON, _LANDED_TABLE, _LANDED_OP = "_row_json", "_landed_table", "_landed_op"
 _REF, _CONNECT, _LEFT = "_ref", "_connect", "_left_to_reference"
 
 
@@ -93,7 +94,9 @@ def made_canonical(
     if plans["shapes"]:
         descriptors = F.create_map(*[c for ref in sorted(images) for c in (F.lit(ref), F.lit(images[ref].descriptor))])
         made_by = _canonical_image(frame.sparkSession, json.dumps(plans))
-        row_json = made_by(field("payload").cast("binary"), field("op"), field("schema_ref"), field("table"))
+        # A purge's archived delete (op a) is read as the delete it is: its before image.
+        op = F.when(field("op") == ARCHIVE, F.lit("d")).otherwise(field("op"))
+        row_json = made_by(field("payload").cast("binary"), op, field("schema_ref"), field("table"))
         # Two projections: the function's output is a column of the first, read twice by the second (an
         # expression of a nondeterministic function is never merged into the expressions that read it).
         parts = frame.select(*columns, F.when(raw, row_json).alias(_ROW_JSON))
@@ -162,10 +165,14 @@ def _left_to_reference(rows: DataFrame, plan: DecodePlan, refs: list[str], texts
     value = F.concat(F.lit('{"schema":'), connect, F.lit(',"payload":'), field("payload"), F.lit("}"))
     columns = rows.columns
     records = rows.join(F.broadcast(schemas), field("schema_ref") == F.col(_REF), "left").select(
-        *[value.cast("binary").alias(c) if c == "value" else c for c in columns], field("table").alias(_LANDED_TABLE)
+        *[value.cast("binary").alias(c) if c == "value" else c for c in columns],
+        field("table").alias(_LANDED_TABLE),
+        field("op").alias(_LANDED_OP),
     )
     decoded = python_decoded(records, plan)
     landed = F.col(DECODED).withField("table", F.col(_LANDED_TABLE))
+    archived = (F.col(_LANDED_OP) == ARCHIVE) & (field("op") == "d")  # a purge's delete, landed archived
+    landed = landed.withField("op", F.when(archived, F.lit(ARCHIVE)).otherwise(field("op")))
     return decoded.select(*[landed.alias(c) if c == DECODED else c for c in columns])
 
 

@@ -33,6 +33,7 @@ from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavaila
 from cdc_delta.merger.merge import merge_rows
 from cdc_delta.merger.results import MergeResult, TableResult
 from cdc_delta.rows import column_defaults
+from cdc_delta.rows.archival import archived_where
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
 from cdc_delta.rows.target import TableState, apply_schema_plan, table_state
@@ -325,6 +326,7 @@ class TableApplier:
         for segment in segments(work.truncates, position, through):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
             rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
+            rows = archived_where(rows, table.archival_deletes)
             latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 record = dataclasses.replace(work.record, land_seq=segment.through).as_operation("merge")

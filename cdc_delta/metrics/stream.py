@@ -39,6 +39,12 @@ class StreamMetrics:
             ["table", "outcome"],
             registry=r,
         )
+        self.archived = Counter(
+            "cdc_delta_archived_changes",
+            "Changes landed archived per table: a purge's deletes the lake keeps (archival_deletes)",
+            ["table"],
+            registry=r,
+        )
         self.duration = Histogram(
             "cdc_delta_batch_duration_seconds", "Time to apply one micro-batch", buckets=DURATION_BUCKETS, registry=r
         )
@@ -86,6 +92,8 @@ class StreamMetrics:
         for table, counts in result.table_counts().items():
             for outcome, n in counts.items():
                 self.events.labels(table or UNROUTED, outcome).inc(n)
+        for table, n in result.archived.items():
+            self.archived.labels(table).inc(n)
         if result.land_seq is not None:
             self.merges.landing_known(result.land_seq)
         for table, ts_ms in result.max_source_ts_ms_by_table.items():

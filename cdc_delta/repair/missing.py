@@ -67,7 +67,8 @@ def _stale(held: Seq, where: str | None, source: str) -> str:
     source lacks: live, from that source table, within ``where``, untouched since ``held``."""
     db, table = source.split(".", 1)
     same = f"{C.SOURCE_DB} = {C.string_literal(db)} AND {C.SOURCE_TABLE} = {C.string_literal(table)}"
-    condition = f"NOT {C.DELETED} AND {same} AND {C.SEQ} <= {seq_sql(held)}"
+    # An archived row (a purge's, kept) is one the source lacks on purpose.
+    condition = f"NOT {C.DELETED} AND {C.OP} <> '{C.ARCHIVE}' AND {same} AND {C.SEQ} <= {seq_sql(held)}"
     return f"{condition} AND ({where})" if where else condition
 
 

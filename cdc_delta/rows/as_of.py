@@ -28,6 +28,7 @@ from cdc_delta.delta.commits import app_commits, merged_through
 from cdc_delta.delta.tables import current_version, table_schema
 from cdc_delta.exceptions import SchemaChangeError
 from cdc_delta.rows import column_defaults
+from cdc_delta.rows.archival import archived_where
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import plan_in_order
 from cdc_delta.rows.target import TableState, table_state
@@ -154,7 +155,9 @@ def _table_rows(
     # newest per key wins), then the segment's truncates.
     for segment in segments(summary.truncates, merged.land_seq, upper):
         landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
-        typed = typed_rows(landed, plan.columns, F.col(LANDED_AT), defaults, list(descriptors))
+        typed = archived_where(
+            typed_rows(landed, plan.columns, F.col(LANDED_AT), defaults, list(descriptors)), table.archival_deletes
+        )
         changes = typed.select(*[F.col(C.quote(f.name)).cast(f.dataType).alias(f.name) for f in schema.fields])
         rows = latest_per_key(changes if rows is None else rows.unionByName(changes), key)
         rows = marked(rows, segment.truncates)

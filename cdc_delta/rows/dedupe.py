@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.rows.archival import archived_first
 
 _RANK = "_cdc_rank"
 
@@ -20,5 +21,8 @@ def latest_per_key(rows: DataFrame, key: Sequence[str], order_by: str = C.SEQ) -
     """
     if not key:
         raise ValueError("latest_per_key needs at least one key column")
-    window = Window.partitionBy(*[F.col(C.quote(k)) for k in key]).orderBy(F.col(C.quote(order_by)).desc())
+    order = [F.col(C.quote(order_by)).desc()]
+    if order_by == C.SEQ and C.OP in rows.columns:
+        order.append(archived_first())  # a purge's delete landed again archived wins at its ordering key
+    window = Window.partitionBy(*[F.col(C.quote(k)) for k in key]).orderBy(*order)
     return rows.withColumn(_RANK, F.row_number().over(window)).where(F.col(_RANK) == 1).drop(_RANK)

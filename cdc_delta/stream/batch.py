@@ -18,6 +18,7 @@ from typing import Protocol
 from pyspark.sql import DataFrame
 
 from cdc_delta.changelog.append import Changelog, Landing
+from cdc_delta.changelog.purges import find_purges
 from cdc_delta.config import AppConfig
 from cdc_delta.decode.batch import decoder_for
 from cdc_delta.decode.decoded import field
@@ -104,6 +105,7 @@ class BatchProcessor:
                 self._changelog = Changelog(spark, self.config, self.epoch)
             claims = self._changelog.claim(stats.origins, record_keys(self.config, stats, self._decode.key_columns))
             decoding, stats = apply_claims(decoding, stats, claims)
+            purges = find_purges(self.config, decoding.frame, stats.events_by_table)
             steps.begin("land")
             descriptors = {d for table in stats.descriptors.values() for d in table}
             landing = self._changelog.land(
@@ -115,6 +117,7 @@ class BatchProcessor:
                 self._decode.connect_schemas(),
                 dict(stats.events_by_table),
                 claims.new,
+                purges,
             )
             if stats.by_status[DEAD]:
                 steps.begin("dead_letters")
@@ -139,6 +142,7 @@ class BatchProcessor:
                 max_source_ts_ms_by_table=dict(stats.max_ts_by_table),
                 merge=merged,
                 steps=dict(steps.seconds),
+                archived=dict(purges.archived) if purges is not None and not landing.replayed else {},
             )
         finally:
             decoding.release()

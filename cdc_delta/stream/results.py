@@ -37,6 +37,8 @@ class BatchResult:
     """The merge round run right after the landing (``merge.max_delay_seconds: 0``), if one ran."""
     steps: dict[str, float] = dc_field(default_factory=dict)
     """Seconds of each step of the landing (:class:`Steps`): where its time goes."""
+    archived: dict[str, int] = dc_field(default_factory=dict)
+    """Per table, the changes landed archived: a purge's deletes kept (``archival_deletes``)."""
 
     def table_counts(self) -> dict[str | None, dict[str, int]]:
         """Per table (None: records routed to no table): records ``in``, ``landed``, ``dead_lettered``
@@ -60,9 +62,10 @@ class BatchResult:
         if self.max_source_ts_ms:
             lag = f", source lag {time.time() - self.max_source_ts_ms / 1000:.1f}s"
         where = f" (landing {self.land_seq})" if self.land_seq is not None else " (landed before, skipped)"
+        kept = f", {sum(self.archived.values())} archived (a purge kept)" if self.archived else ""
         return (
             f"batch {self.batch_id}: {self.rows_in} in, {self.landed} landed{where}, "
-            f"{self.dead_lettered} dead-lettered, {self.skipped} skipped{_reasons(self.skips)}"
+            f"{self.dead_lettered} dead-lettered, {self.skipped} skipped{_reasons(self.skips)}{kept}"
             f" in {self.landed_s:.1f}s{lag}{merged}"
         )
 

@@ -56,6 +56,10 @@ class Pipeline:
     connect: ConnectWorker
     server_id: int
     extra_connector_settings: dict[str, str] | None = None
+    archival: dict[str, object] | None = None
+    """``archival_deletes`` of the pattern entry; the comparisons then expect ``archived`` too."""
+    archived: dict[str, list[dict[str, Any]]] | None = None
+    """Rows the source purged and the lake keeps, archived, per table."""
     masks: dict[str, str] | None = None
     """``mask:`` of the pattern entry (its tables that have those columns), with the salt in :meth:`salt_file`;
     ``register`` has the connector mask them, and the comparisons expect them masked."""
@@ -166,6 +170,7 @@ class Pipeline:
                 "name": "{db}.{table}",
                 "topic_pattern": rf"{self.prefix}\.{self.db}(_archive)?\.[^.]+",
                 **(masked if self.masks else {}),
+                **({"archival_deletes": self.archival} if self.archival else {}),
             },
             {
                 "name": sharded.name,
@@ -235,6 +240,7 @@ class Pipeline:
                     rows.append({**row, C.SOURCE_DB: database, C.SOURCE_TABLE: name} if table.sharded else row)
         finally:
             conn.close()
+        rows += (self.archived or {}).get(table.name, [])  # kept by the lake where the source purged them
         if self.masks:
             rows = masked_rows(columns, rows, self.masks, self.salt_file().read_text().strip())
         return compare(table.name, columns, rows, lake, table.lake_key)
@@ -252,6 +258,12 @@ class Pipeline:
     def deleted_keys(self, spark: SparkSession, config_path: Path, table: LakeTable) -> set[tuple[Any, ...]]:
         df = spark.read.format("delta").load(load_config(config_path, env={}).table_path(table.name))
         return {tuple(r) for r in df.where(F.col(C.DELETED)).select(*table.lake_key).collect()}
+
+    def archived_keys(self, spark: SparkSession, config_path: Path, table: LakeTable) -> set[tuple[Any, ...]]:
+        """Keys of the rows the lake keeps archived (``_cdc_op = 'a'``, live)."""
+        df = spark.read.format("delta").load(load_config(config_path, env={}).table_path(table.name))
+        archived = (F.col(C.OP) == C.ARCHIVE) & ~F.col(C.DELETED)
+        return {tuple(r) for r in df.where(archived).select(*table.lake_key).collect()}
 
 
 def masked_rows(

@@ -124,8 +124,26 @@ def binlog_steps(db: str) -> list[list[str]]:
             f"UPDATE {db}.wide SET c_bit10 = b'1000000000', c_time = '-01:02:03.5', c_year = 2000 WHERE id = 10",
             f"DELETE FROM {db}.wide WHERE id = 3",
             f"UPDATE {db}.plain SET amount = NULL, updated_at = '2026-11-23 23:59:59.999' WHERE id = 2",
+            # A purge (one DELETE of PURGED rows), beside an update before it, a re-insert of one of its keys
+            # after it and a single delete: with archival_deletes, the purged rows stay, archived.
+            f"INSERT INTO {db}.items VALUES " + ", ".join(f"({i}, 'p{i}', {i})" for i in PURGED),
+            f"UPDATE {db}.items SET qty = 99 WHERE id = {PURGED[0]}",
+            f"DELETE FROM {db}.items WHERE id BETWEEN {PURGED[0]} AND {PURGED[-1]}",
+            f"INSERT INTO {db}.items VALUES ({PURGED[1]}, 'back again', 1)",
+            f"DELETE FROM {db}.items WHERE id = 1",
         ],
     ]
+
+
+PURGED = tuple(range(10, 17))
+"""The items one DELETE purges (seven: a purge where ``archival_deletes.min_rows`` is 6)."""
+
+
+def archived_rows(db: str) -> dict[str, list[dict[str, object]]]:
+    """The rows a purge deleted, as an archive keeps them (``archival_deletes``): their last values; not the
+    one inserted again after the purge."""
+    kept = [{"id": i, "label": f"p{i}", "qty": 99 if i == PURGED[0] else i} for i in PURGED if i != PURGED[1]]
+    return {f"{db}.items": kept}
 
 
 @dataclass(frozen=True)
@@ -135,10 +153,13 @@ class Expected:
     deleted: dict[str, set[tuple[object, ...]]]
 
 
-def deleted_keys(db: str) -> Expected:
+def deleted_keys(db: str, archival: bool = False) -> Expected:
+    """``archival``: the purge is kept (``archival_deletes``), its rows not deleted."""
+    purged = set() if archival else {(i,) for i in PURGED if i != PURGED[1]}
     return Expected(
         {
             f"{db}.plain": {(11,), (12,), (13,), (14,), (15,), (16,), (17,)},
+            f"{db}.items": {(1,)} | purged,
             f"{db}.wide": {(2,), (3,)},
             f"{db}.temp": {(1,), (2,)},
             f"{db}_archive.items": {(2, "archived 2")},  # its label is part of its primary key

@@ -26,7 +26,7 @@ from tests.batches import merging_processor
 from tests.delta_rows import COMPARED_METADATA, canonical_rows, landings_per_commit, read_canonical
 from tests.oracle import Delivery, Oracle
 from tests.registry import StandInRegistry
-from tests.streams import CONFIG, KEYS, SHARD_KEYED, delivered_batches
+from tests.streams import ARCHIVAL, CONFIG, KEYS, SHARD_KEYED, delivered_batches
 
 pytestmark = pytest.mark.spark
 
@@ -109,7 +109,7 @@ def assert_equal_the_oracle(
         names = sorted(t.name for t in config.tables)
         # Drawn before anything runs, so that a failure part-way does not change what is drawn.
         merged_after = [sorted(timing.draw(st.sets(st.sampled_from(names)))) for _ in batches] if timing else []
-        oracle = Oracle(KEYS, SHARD_KEYED)
+        oracle = Oracle(KEYS, SHARD_KEYED, ARCHIVAL)
         dead_total = 0
         for batch_id, batch in enumerate(batches):
             result = processor.process(kafka_frame(spark, records(batch, encode)), batch_id)
