@@ -8,9 +8,10 @@ Semantics (DESIGN.md, "Merge semantics"), batch by batch:
   the row becomes its image (before image for a delete) with _cdc_deleted = (op == 'd');
 - a truncate of a source table soft-deletes that source's rows whose ordering key is smaller;
 - archival deletes (``archival``: table -> (min_rows, which rows)): a source transaction (a GTID, in its
-  binlog file) whose distinct deleted positions, over every batch so far, reach ``min_rows`` is a purge.
-  Its deletes of rows that ``which`` takes are archived: op ``a``, the row live. Deletes of it applied
-  before it was known to be a purge turn archived then. At one ordering key, an ``a`` replaces a ``d``.
+  binlog file, of one source table) whose distinct deleted positions, over every batch so far, reach
+  ``min_rows`` is a purge. Its deletes of rows that ``which`` takes are archived: op ``a``, the row live.
+  Deletes of it applied before it was known to be a purge turn archived then. At one ordering key, an
+  ``a`` replaces a ``d``.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class Oracle:
         self.shard_keyed = shard_keyed
         self.archival = archival or {}
         self.tables: dict[str, dict[tuple, dict[str, Any]]] = {name: {} for name in keys}
-        self.deleted: dict[tuple[str, int, int], set[tuple[int, int]]] = {}
-        """(table, binlog file, gtid) -> the positions its deletes were at, over every batch so far."""
+        self.deleted: dict[tuple[str, str, str, int, int], set[tuple[int, int]]] = {}
+        """(table, source db and table, binlog file, gtid) -> the positions its deletes were at, over every
+        batch so far."""
 
     def _key(self, event: Event) -> tuple:
         key = tuple(event.values[k] for k in self.keys[event.table])  # type: ignore[index]
@@ -94,15 +96,16 @@ class Oracle:
         phase = 0 if event.op == "r" else 1
         return (phase, event.gtid, event.file_num, event.pos, event.row, event.ts_ms, partition, offset)
 
-    def _purges(self, batch: list[Delivery]) -> set[tuple[str, int, int]]:
+    def _purges(self, batch: list[Delivery]) -> set[tuple[str, str, str, int, int]]:
         for d in batch:
             e = d.event
             if d.expect == "ok" and e is not None and e.op == "d" and e.gtid > 0 and e.table in self.archival:
-                self.deleted.setdefault((e.table, e.file_num, e.gtid), set()).add((e.pos, e.row))
+                where = (e.table, e.db, e.source_table, e.file_num, e.gtid)
+                self.deleted.setdefault(where, set()).add((e.pos, e.row))
         return {k for k, rows in self.deleted.items() if len(rows) >= self.archival[k[0]][0]}
 
-    def _op(self, e: Event, purges: set[tuple[str, int, int]]) -> str:
-        purged = e.op == "d" and (e.table, e.file_num, e.gtid) in purges
+    def _op(self, e: Event, purges: set[tuple[str, str, str, int, int]]) -> str:
+        purged = e.op == "d" and (e.table, e.db, e.source_table, e.file_num, e.gtid) in purges
         return "a" if purged and self.archival[e.table][1](e.values or {}) else e.op
 
     @staticmethod
@@ -114,7 +117,8 @@ class Oracle:
         for table, rows in self.tables.items():  # deletes of a purge known only now
             for row in rows.values():
                 seq = row["_cdc_seq"]
-                if row["_cdc_op"] == "d" and (table, seq[2], seq[1]) in purges and self.archival[table][1](row):
+                where = (table, row["_cdc_source_db"], row["_cdc_source_table"], seq[2], seq[1])
+                if row["_cdc_op"] == "d" and where in purges and self.archival[table][1](row):
                     row.update(_cdc_op="a", _cdc_deleted=False)
         candidates: dict[tuple[str, tuple], tuple[tuple, str, Event]] = {}
         truncates: dict[tuple[str, str, str], tuple] = {}

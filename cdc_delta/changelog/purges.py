@@ -1,7 +1,8 @@
 """Purges found where a batch lands (tables with ``archival_deletes``): a source transaction that deletes
 at least ``min_rows`` rows of a table. Its deletes land with op ``a`` (archived: :mod:`cdc_delta.rows.archival`).
 
-One transaction is one MariaDB GTID (``seq.gtid``, within its binlog file). A purge lands over several
+One transaction is one MariaDB GTID (``seq.gtid``, within its binlog file and its topic: the source table
+and the connector that read it). A purge lands over several
 batches where it is large, so its deletes are counted over the changelog too (distinct positions: a
 record landed twice counts once); where a purge is found only once some of its deletes have landed as
 deletes, those land again in this landing with op ``a`` and their own ordering key, which archives them
@@ -27,13 +28,30 @@ _SEP = "\u0000"
 
 
 def _key(table: Column, seq: Column) -> Column:
-    return F.concat_ws(_SEP, table, seq.getField("file").cast("string"), seq.getField("gtid").cast("string"))
+    """A transaction's key in a table: (table, topic, binlog file, GTID sequence). The topic names the source
+    table and its connector (shards on other servers share file numbers and GTID sequences)."""
+    file, gtid = seq.getField("file").cast("string"), seq.getField("gtid").cast("string")
+    return F.concat_ws(_SEP, table, F.col("topic"), file, gtid)
+
+
+def _landed(rows: DataFrame, keys: Iterable[str]) -> DataFrame:
+    """The changelog ``rows`` of the transactions ``keys``: filtered first on the raw fields, whose file
+    statistics let Delta skip the files of other tables, binlog files and GTID ranges, then on the key."""
+    parts = [k.split(_SEP) for k in keys]
+    gtids = [int(p[3]) for p in parts]
+    near = (
+        F.col(TABLE).isin(sorted({p[0] for p in parts}))
+        & F.col("topic").isin(sorted({p[1] for p in parts}))
+        & F.col("seq.file").isin(sorted({int(p[2]) for p in parts}))
+        & F.col("seq.gtid").between(min(gtids), max(gtids))
+    )
+    return rows.where(near).where(_key(F.col(TABLE), F.col("seq")).isin(sorted(keys)))
 
 
 @dataclass(frozen=True)
 class Purges:
-    """The purges among a batch's deletes: their keys (table, binlog file, GTID), and those found in this
-    batch with deletes landed before (landed again, archived)."""
+    """The purges among a batch's deletes: their keys (:func:`_key`), and those found in this batch with
+    deletes landed before (landed again, archived)."""
 
     keys: tuple[str, ...]
     found_late: tuple[str, ...]
@@ -52,7 +70,7 @@ class Purges:
         if not self.found_late:
             return rows
         landed = rows.sparkSession.read.format("delta").load(changelog)
-        earlier = landed.where((F.col("op") == "d") & _key(F.col(TABLE), F.col("seq")).isin(list(self.found_late)))
+        earlier = _landed(landed.where(F.col("op") == "d"), self.found_late)
         again = earlier.select(
             *[
                 F.lit(land_seq).cast("bigint").alias(c)
@@ -94,16 +112,12 @@ def find_purges(config: AppConfig, frame: DataFrame, tables: Iterable[str]) -> P
         return None
     spark = frame.sparkSession
     landed = spark.read.format("delta").load(changelog_path(config))
-    earlier = (
-        landed.where(F.col(TABLE).isin(sorted(archival)) & F.col("op").isin("d", ARCHIVE))
-        .select(
-            _key(F.col(TABLE), F.col("seq")).alias("k"),
-            F.col("seq.pos").alias("pos"),
-            F.col("seq.row").alias("row"),
-            (F.col("op") == ARCHIVE).alias("archived"),
-            F.lit(True).alias("earlier"),
-        )
-        .where(F.col("k").isin(keys))
+    earlier = _landed(landed.where(F.col("op").isin("d", ARCHIVE)), keys).select(
+        _key(F.col(TABLE), F.col("seq")).alias("k"),
+        F.col("seq.pos").alias("pos"),
+        F.col("seq.row").alias("row"),
+        (F.col("op") == ARCHIVE).alias("archived"),
+        F.lit(True).alias("earlier"),
     )
     counted = (
         here.unionByName(earlier)
@@ -120,16 +134,17 @@ def find_purges(config: AppConfig, frame: DataFrame, tables: Iterable[str]) -> P
     late: list[str] = []
     archived: dict[str, int] = {}
     for row in counted:
-        table, file, gtid = row["k"].split(_SEP)
+        table, topic, file, gtid = row["k"].split(_SEP)
         settings = archival[table]
         if row["rows"] < settings.min_rows:
             continue
         purges.append(row["k"])
         logger.info(
-            "table %s: transaction %s (binlog file %s) deletes %d rows: a purge, kept archived",
+            "table %s: transaction %s (binlog file %s, topic %s) deletes %d rows: a purge, kept archived",
             table,
             gtid,
             file,
+            topic,
             row["rows"],
         )
         again = row["deleted_before"] and not row["archived_before"]

@@ -84,6 +84,11 @@ class StorageConfig(Frozen):
         return self.dead_letter_path or f"{self.root.rstrip('/')}/_cdc_dead_letters"
 
 
+ARCHIVAL_RETENTION_HOURS = 1.0
+"""The shortest changelog retention with archival deletes: a purge's deletes land over seconds or minutes,
+and are counted over the changelog until the last of them has landed."""
+
+
 class AppConfig(Frozen):
     """The whole configuration file."""
 
@@ -215,6 +220,7 @@ class AppConfig(Frozen):
                 ((), self._snapshot_tables_problem()),
                 ((), self._local_parts_problem()),
                 (("masking",), self._salt_problem()),
+                (("changelog", "retention_hours"), self._archival_retention_problem()),
             )
             if message
         ]
@@ -227,6 +233,16 @@ class AppConfig(Frozen):
                 ],
             )
         return self
+
+    def _archival_retention_problem(self) -> str | None:
+        archival = [t.name for t in self.tables if t.archival_deletes is not None]
+        if archival and self.changelog.retention_hours < ARCHIVAL_RETENTION_HOURS:
+            return (
+                f"archival_deletes (tables {', '.join(archival)}) counts a purge's deletes over the changelog's "
+                f"landings: keep them at least {ARCHIVAL_RETENTION_HOURS:g} hours "
+                f"(changelog.retention_hours: {self.changelog.retention_hours:g})"
+            )
+        return None
 
     def _salt_problem(self) -> str | None:
         hashed = [t.name for t in self.tables if any(r.kind == "hash" for r in t.mask_rules().values())]

@@ -33,7 +33,7 @@ from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavaila
 from cdc_delta.merger.merge import merge_rows
 from cdc_delta.merger.results import MergeResult, TableResult
 from cdc_delta.rows import column_defaults
-from cdc_delta.rows.archival import archived_where
+from cdc_delta.rows.archival import archived_where, check_where
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
 from cdc_delta.rows.target import TableState, apply_schema_plan, table_state
@@ -89,6 +89,7 @@ class TableApplier:
         self._merged: dict[str, int] = {}
         self._manifest = config.live_tables.enabled
         self._registry = TableRegistry(spark, registry_path(config))
+        check_where(spark, config)
 
     def table(self, spark: SparkSession, name: str) -> TableConfig:
         """The table named ``name``; the table index is read again for a table made since this applier

@@ -7,11 +7,13 @@ else), so that the merge, the live views and a rebuild turn those rows archived 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
+from cdc_delta.config import AppConfig
 from cdc_delta.config.archival import ArchivalDeletes
+from cdc_delta.exceptions import ConfigError, one_line
 
 ARCHIVE = C.ARCHIVE
 
@@ -35,3 +37,23 @@ def archived_where(rows: DataFrame, settings: ArchivalDeletes | None) -> DataFra
     kept = F.coalesce(F.expr(settings.where), F.lit(False))
     op = F.when((F.col(C.OP) == ARCHIVE) & ~kept, F.lit("d")).otherwise(F.col(C.OP))
     return rows.withColumn(C.OP, op).withColumn(C.DELETED, op == "d")
+
+
+def check_where(spark: SparkSession, config: AppConfig) -> None:
+    """:class:`ConfigError`, in one line, where a table's ``archival_deletes.where`` does not parse (found at
+    start, not by each merge that reads it: a column it names that the table lacks stops the table there).
+    Parsed by the session's parser: ``F.expr`` parses only when a query is analysed."""
+    from pyspark.errors import ParseException
+
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    for table in config.tables:
+        where = table.archival_deletes.where if table.archival_deletes is not None else None
+        if where is None:
+            continue
+        try:
+            parser.parseExpression(where)
+        except ParseException as exc:
+            raise ConfigError(
+                f"table {table.name}: archival_deletes.where {where!r} is not a SQL condition "
+                f"({one_line(exc, limit=200)}): write one such as status = 'closed'"
+            ) from None

@@ -14,6 +14,7 @@ import pytest
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.exceptions import ConfigError
 from cdc_delta.merger.run import Merger
 from cdc_delta.rows.as_of import live_rows
 from cdc_delta.stream.batch import BatchProcessor
@@ -115,3 +116,17 @@ def test_the_live_rows_and_a_later_merge_agree(spark: Any, tmp_path: Path) -> No
     assert {r["id"]: (r["_cdc_op"], r["_cdc_deleted"], r["status"]) for r in live} == EXPECTED
     merger.merge_all()
     assert rows_by_id(spark, cfg) == EXPECTED
+
+
+def test_bad_settings_are_refused_in_one_line(spark: Any, tmp_path: Path) -> None:
+    table = {"name": "shop.items", "topics": ["srv.shop.items"], "key": ["id"]}
+    base = {"app_id": "arch", "storage": {"root": str(tmp_path)}}
+    with pytest.raises(ConfigError, match="counts a purge's deletes over the changelog's landings: keep them"):
+        parse_config(
+            {**base, "tables": [{**table, "archival_deletes": {"min_rows": 3}}], "changelog": {"retention_hours": 0}}
+        )
+    bad = parse_config({**base, "tables": [{**table, "archival_deletes": {"min_rows": 3, "where": "status <>"}}]})
+    with pytest.raises(
+        ConfigError, match=r"table shop.items: archival_deletes.where 'status <>' is not a SQL condition"
+    ):
+        Merger(spark, bad)
