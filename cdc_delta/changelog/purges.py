@@ -71,22 +71,14 @@ class Purges:
             return rows
         landed = rows.sparkSession.read.format("delta").load(changelog)
         earlier = _landed(landed.where(F.col("op") == "d"), self.found_late)
-        again = earlier.select(
-            *[
-                F.lit(land_seq).cast("bigint").alias(c)
-                if c == LAND_SEQ
-                else F.lit(batch_id).cast("bigint").alias(c)
-                if c == "batch_id"
-                else F.lit(epoch).cast("string").alias(c)
-                if c == "epoch"
-                else F.lit(at).cast("timestamp").alias(c)
-                if c == "landed_at"
-                else F.lit(ARCHIVE).alias(c)
-                if c == "op"
-                else F.col(c)
-                for c in rows.columns
-            ]
-        )
+        landing = {
+            LAND_SEQ: F.lit(land_seq).cast("bigint"),
+            "batch_id": F.lit(batch_id).cast("bigint"),
+            "epoch": F.lit(epoch).cast("string"),
+            "landed_at": F.lit(at).cast("timestamp"),
+            "op": F.lit(ARCHIVE),
+        }
+        again = earlier.select(*[landing.get(c, F.col(c)).alias(c) for c in rows.columns])
         return rows.unionByName(again)
 
 

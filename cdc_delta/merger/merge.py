@@ -90,7 +90,7 @@ def merge_rows(
     source_rows, pruning = _source_summary(rows, key, key_types.get(key[0], ""), table_name)
     if pruning is not None and not truncates:  # a truncate reaches rows outside the source's key range
         condition = pruning & condition
-    newer = _replaces(rows, C.SEQ)
+    newer = _replaces(C.SEQ)
     if not truncates:
         merge = target.alias("t").merge(rows.alias("s"), condition)
         merge = (merge if empty else merge.whenMatchedUpdateAll(condition=newer)).whenNotMatchedInsertAll()
@@ -123,11 +123,11 @@ def _with_truncates(target: DeltaTable, rows: DataFrame, condition: Column, trun
     columns = [f.name for f in target.toDF().schema.fields]
     every: dict[str, str | Column] = {C.quote(c): F.col(f"s.{C.quote(c)}") for c in columns}
     mark: dict[str, str | Column] = {c: F.col(f"s.{c}") for c in (C.DELETED, C.OP, C.SEQ, C.SOURCE_TS)}
-    newer = _replaces(rows, C.SEQ)
+    newer = _replaces(C.SEQ)
     merge = (
         target.alias("t")
         .merge(source.alias("s"), condition)
-        .whenMatchedUpdate(condition=newer & _replaces(rows, _CHANGE_SEQ), set=every)
+        .whenMatchedUpdate(condition=newer & _replaces(_CHANGE_SEQ), set=every)
         .whenMatchedUpdate(condition=newer, set=mark)
         .whenNotMatchedInsert(values=every)
     )
@@ -145,11 +145,9 @@ def _with_truncates(target: DeltaTable, rows: DataFrame, condition: Column, trun
     return merge
 
 
-def _replaces(rows: DataFrame, seq: str) -> Column:
+def _replaces(seq: str) -> Column:
     """Whether the source row ``s`` (its ordering key in column ``seq``) replaces the target row ``t``
-    (:func:`~cdc_delta.rows.archival.replaces`; by the ordering key alone where the rows carry no op)."""
-    if C.OP not in rows.columns:
-        return F.col(f"s.{seq}") > F.col(f"t.{C.SEQ}")
+    (:func:`~cdc_delta.rows.archival.replaces`)."""
     return replaces(F.col(f"s.{seq}"), F.col(f"s.{C.OP}"), F.col(f"t.{C.SEQ}"), F.col(f"t.{C.OP}"))
 
 
