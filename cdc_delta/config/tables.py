@@ -11,6 +11,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from cdc_delta.columns import SHARD_KEY
 from cdc_delta.config.archival import ArchivalDeletes
 from cdc_delta.config.common import IDENTIFIER, Frozen, PasswordSource, absolute, check_regex
+from cdc_delta.config.history import History
 from cdc_delta.config.masking import MaskRule
 from cdc_delta.events import column_types
 from cdc_delta.events.routing import NameTemplate
@@ -138,6 +139,10 @@ class TableConfig(Frozen):
     """Purges kept: a source transaction deleting at least ``min_rows`` rows of the table leaves them live,
     marked archived (``_cdc_op = 'a'``); ``where`` limits it to the rows a condition takes. Off: every
     delete is a delete."""
+    history: History | None = None
+    """Keep every version of every row (SCD type 2) in a history table beside it, read as
+    ``hist.<db>_<table>`` in ``cdc-delta sql``: ``true``, or ``{columns: [...]}`` /
+    ``{except_columns: [...]}`` for the columns whose changes open a version. Off: the table only."""
     source_count_jdbc: SourceCountJdbc | None = None
     """Or count the source table over JDBC when the snapshot is published (the source keeps changing:
     the difference then includes the changes since the cut-off)."""
@@ -186,6 +191,13 @@ class TableConfig(Frozen):
                 raise ValueError(f"column {col!r} must be a plain identifier not starting with _cdc_")
             out[col] = column_types.normalize(type_name)
         return out
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _history(cls, value: object) -> object:
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @field_validator("mask")
     @classmethod

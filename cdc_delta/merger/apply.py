@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -30,6 +31,7 @@ from cdc_delta.delta.tables import create_table, enable_manifest, known_empty, m
 from cdc_delta.delta.workers import fails_the_batch
 from cdc_delta.events.ordering import Seq
 from cdc_delta.exceptions import CdcDeltaError, SchemaChangeError, TableUnavailable, one_line
+from cdc_delta.history import append as history
 from cdc_delta.merger.merge import merge_rows
 from cdc_delta.merger.results import MergeResult, TableResult
 from cdc_delta.rows import column_defaults
@@ -37,7 +39,7 @@ from cdc_delta.rows.archival import archived_where, check_where
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
 from cdc_delta.rows.target import TableState, apply_schema_plan, table_state
-from cdc_delta.rows.truncates import segments
+from cdc_delta.rows.truncates import Segment, segments
 from cdc_delta.rows.typed_rows import typed_rows
 
 logger = logging.getLogger(__name__)
@@ -87,6 +89,8 @@ class TableApplier:
         self._stopped: dict[str, str] = {}
         # The newest landing each table holds, read from the table once, then kept by this applier.
         self._merged: dict[str, int] = {}
+        # The newest landing each table's history holds (a table with ``history``), likewise.
+        self._history: dict[str, int] = {}
         self._manifest = config.live_tables.enabled
         self._registry = TableRegistry(spark, registry_path(config))
         check_where(spark, config)
@@ -323,11 +327,24 @@ class TableApplier:
         table = self.table(spark, work.name)
         key = table.row_key
         events = batch.changes.where(is_row_event() & (field("table") == work.name))
+
+        def typed(landed: DataFrame) -> DataFrame:
+            rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
+            return archived_where(rows, table.archival_deletes)
+
         results: list[MergeResult] = []
         for segment in segments(work.truncates, position, through):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
-            rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
-            rows = archived_where(rows, table.archival_deletes)
+            rows = typed(landed)
+            if table.history is not None:
+                self._append_history(
+                    spark,
+                    work.name,
+                    position,
+                    segment,
+                    rows,
+                    lambda held, landed=landed: typed(landed.where(F.col(LAND_SEQ) > held)),
+                )
             latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 record = dataclasses.replace(work.record, land_seq=segment.through).as_operation("merge")
@@ -341,6 +358,29 @@ class TableApplier:
             finally:
                 latest.unpersist()
         return _combined(work.name, results)
+
+    def _append_history(
+        self,
+        spark: SparkSession,
+        name: str,
+        position: int,
+        segment: Segment,
+        rows: DataFrame,
+        rows_after: Callable[[int], DataFrame],
+    ) -> None:
+        """Append the segment to the table's history before its merge commits (:mod:`cdc_delta.history.append`):
+        ``rows`` are the segment's typed changes, ``rows_after(held)`` those landed after ``held``, for a
+        history that holds part of the segment (a round repeated after a crash cuts other segments)."""
+        if name not in self._history:
+            self._history[name] = history.held(spark, self.config, name)
+        if self._history[name] < position:  # history turned on for a table with rows: they are its start
+            history.seed(spark, self.config, name, position)
+            self._history[name] = position
+        held = self._history[name]
+        if held >= segment.through:
+            return
+        history.append_segment(spark, self.config, name, rows if held <= segment.after else rows_after(held), segment)
+        self._history[name] = segment.through
 
 
 def _combined(table: str, results: list[MergeResult]) -> MergeResult:
