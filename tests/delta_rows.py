@@ -34,14 +34,19 @@ def read_canonical(spark: SparkSession, path: str) -> tuple[list[str], list[dict
     return canonical_rows(spark.read.format("delta").load(path))
 
 
-def canonical_rows(df: DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
-    """(business columns, rows) with decimals and dates as text, timestamps as epoch micros."""
+def canonical_rows(
+    df: DataFrame, metadata: tuple[str, ...] = COMPARED_METADATA
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """(business columns, rows with them and ``metadata``) with decimals and dates as text, timestamps as
+    epoch micros, ordering keys as tuples."""
     business = [f for f in df.schema.fields if not f.name.startswith("_cdc_")]
     cols = canonical_columns(df)
     rows = []
-    for r in df.select(*cols, *COMPARED_METADATA).collect():
+    for r in df.select(*cols, *metadata).collect():
         row = r.asDict()
-        row["_cdc_seq"] = tuple(row["_cdc_seq"])
+        for name in metadata:
+            if name.endswith("_seq") and row[name] is not None:
+                row[name] = tuple(row[name])
         for f in business:
             if isinstance(f.dataType, ArrayType) and row[f.name] is not None:
                 row[f.name] = list(row[f.name])

@@ -83,6 +83,11 @@ class Oracle:
         self.shard_keyed = shard_keyed
         self.archival = archival or {}
         self.tables: dict[str, dict[tuple, dict[str, Any]]] = {name: {} for name in keys}
+        self.changes: dict[str, list[tuple[tuple, tuple, Event, int]]] = {name: [] for name in keys}
+        """Every change of each table as landed, for its history: (key, ordering key, event, landing)."""
+        self.truncated: dict[str, list[tuple[str, str, tuple, int]]] = {name: [] for name in keys}
+        """Every truncate of each table: (source db, source table, ordering key, landing)."""
+        self.landings = 0
         self.deleted: dict[tuple[str, str, str, int, int], set[tuple[int, int]]] = {}
         """(table, source db and table, binlog file, gtid) -> the positions its deletes were at, over every
         batch so far."""
@@ -113,6 +118,7 @@ class Oracle:
         return seq > current_seq or (seq == current_seq and op == "a" and current_op == "d")
 
     def apply_batch(self, batch: list[Delivery]) -> None:
+        land, self.landings = self.landings, self.landings + 1
         purges = self._purges(batch)
         for table, rows in self.tables.items():  # deletes of a purge known only now
             for row in rows.values():
@@ -127,6 +133,10 @@ class Oracle:
                 continue
             e = d.event
             seq = self._seq(e, d.partition, d.offset)
+            if e.op == "t":
+                self.truncated[e.table].append((e.db, e.source_table, seq, land))
+            else:
+                self.changes[e.table].append((self._key(e), seq, e, land))
             if e.op == "t":
                 where = (e.table, e.db, e.source_table)
                 truncates[where] = max(truncates.get(where, seq), seq)
@@ -159,3 +169,56 @@ class Oracle:
             ({c: row.get(c) for c in columns} for row in self.tables[table].values()),
             key=repr,
         )
+
+    def versions(self, table: str, columns: list[str]) -> list[dict[str, Any]]:
+        """The table's history (SCD type 2), every version with exactly ``columns`` (the image of its last
+        change), its first and last change's ordering keys, the op of its last change, what closed it and
+        the ordering key of that. Per key, in ordering-key order, its changes and the truncates that reach
+        it (a change of the key from the truncated source landed in the truncate's batch or before); one
+        change per ordering key (an archived delete before a delete); a delete or truncate closes the open
+        version, a change whose image differs from the open version's opens a new one, and one whose image
+        is the same updates it."""
+        purges = {k for k, rows in self.deleted.items() if len(rows) >= self.archival[k[0]][0]}
+        per_key: dict[tuple, list[tuple[tuple, str, Event | None, int]]] = {}
+        for key, seq, e, land in self.changes[table]:
+            per_key.setdefault(key, []).append((seq, self._op(e, purges), e, land))
+        out: list[dict[str, Any]] = []
+        for items in per_key.values():
+            first: dict[tuple[str, str], int] = {}
+            for _, _, e, land in items:
+                assert e is not None
+                where = (e.db, e.source_table)
+                first[where] = min(first.get(where, land), land)
+            marks = [
+                (seq, "t", None, land)
+                for db, source_table, seq, land in self.truncated[table]
+                if first.get((db, source_table), land + 1) <= land
+            ]
+            one: dict[tuple, tuple[tuple, str, Event | None, int]] = {}
+            for item in items + marks:
+                kept = one.get(item[0])
+                if kept is None or ((item[1] == "a", item[3]) > (kept[1] == "a", kept[3])):
+                    one[item[0]] = item
+            current: dict[str, Any] | None = None
+            for seq, op, e, _ in sorted(one.values(), key=lambda i: i[0]):
+                closer = e is None or op in ("d", "t")
+                image = {} if closer else {c: canonical((e.values or {}).get(c)) for c in columns}  # type: ignore[union-attr]
+                if not closer and current is not None and image == {c: current[c] for c in columns}:
+                    current.update(_cdc_op=op, _cdc_seq=seq)
+                    continue
+                if current is not None:
+                    out.append({**current, "_cdc_valid_to_seq": seq, "_cdc_closed_by": op})
+                    current = None
+                if not closer:
+                    assert e is not None
+                    current = {
+                        **image,
+                        "_cdc_valid_from_seq": seq,
+                        "_cdc_op": op,
+                        "_cdc_seq": seq,
+                        "_cdc_source_db": e.db,
+                        "_cdc_source_table": e.source_table,
+                    }
+            if current is not None:
+                out.append({**current, "_cdc_valid_to_seq": None, "_cdc_closed_by": None})
+        return sorted(out, key=repr)

@@ -46,6 +46,7 @@ CONFIG = {
             "key": ["id"],
             # purges of two or more rows are kept, but for rows named beta
             "archival_deletes": {"min_rows": 2, "where": "name <> 'beta'"},
+            "history": True,
         },
         {
             "name": "shop.orders",
@@ -54,6 +55,7 @@ CONFIG = {
             "source_table": r"orders_\d{3}",
             "key": ["id"],
             "key_includes_source": True,
+            "history": True,
         },
     ],
 }

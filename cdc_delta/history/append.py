@@ -15,6 +15,7 @@ table is seeded as a delete."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from cdc_delta import columns as C
+from cdc_delta.changelog.pending import Truncate
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import txn_app_id, txn_version
 from cdc_delta.retry import retry_on_conflict
@@ -51,21 +53,25 @@ def held(spark: SparkSession, config: AppConfig, name: str) -> int:
     return txn_version(spark, history_path(config, name), history_txn_id(config, name))
 
 
-def append_segment(spark: SparkSession, config: AppConfig, name: str, rows: DataFrame, segment: Segment) -> None:
+def append_segment(
+    spark: SparkSession, config: AppConfig, name: str, rows: DataFrame, segment: Segment, truncates: Iterable[Truncate]
+) -> None:
     """Append ``rows`` (the typed rows of the segment's changes the history does not hold yet) and the
-    segment's truncates, in one commit holding landing ``segment.through``."""
+    segment's truncates (every one of ``truncates`` in it: the merge needs only the latest of each source,
+    a version closes at the first), in one commit holding landing ``segment.through``."""
     out = rows.withColumn(LAND_SEQ, F.lit(segment.through).cast("bigint"))
     marks = [
         out.sparkSession.range(1).select(
             F.lit(TRUNCATE).alias(C.OP),
             F.lit(True).alias(C.DELETED),
-            seq_literal(at).alias(C.SEQ),
-            F.timestamp_millis(F.lit(at.ts_ms)).alias(C.SOURCE_TS),
-            F.lit(db).cast("string").alias(C.SOURCE_DB),
-            F.lit(table).cast("string").alias(C.SOURCE_TABLE),
+            seq_literal(t.seq).alias(C.SEQ),
+            F.timestamp_millis(F.lit(t.seq.ts_ms)).alias(C.SOURCE_TS),
+            F.lit(t.source_db).cast("string").alias(C.SOURCE_DB),
+            F.lit(t.source_table).cast("string").alias(C.SOURCE_TABLE),
             F.lit(segment.through).cast("bigint").alias(LAND_SEQ),
         )
-        for (db, table), at in segment.truncates.items()
+        for t in truncates
+        if segment.after < t.land_seq <= segment.through
     ]
     if marks:
         out = out.unionByName(reduce(DataFrame.unionByName, marks), allowMissingColumns=True)

@@ -339,7 +339,7 @@ class TableApplier:
             if table.history is not None:
                 self._append_history(
                     spark,
-                    work.name,
+                    work,
                     position,
                     segment,
                     rows,
@@ -362,7 +362,7 @@ class TableApplier:
     def _append_history(
         self,
         spark: SparkSession,
-        name: str,
+        work: TableChanges,
         position: int,
         segment: Segment,
         rows: DataFrame,
@@ -371,6 +371,7 @@ class TableApplier:
         """Append the segment to the table's history before its merge commits (:mod:`cdc_delta.history.append`):
         ``rows`` are the segment's typed changes, ``rows_after(held)`` those landed after ``held``, for a
         history that holds part of the segment (a round repeated after a crash cuts other segments)."""
+        name = work.name
         if name not in self._history:
             self._history[name] = history.held(spark, self.config, name)
         if self._history[name] < position:  # history turned on for a table with rows: they are its start
@@ -379,7 +380,8 @@ class TableApplier:
         held = self._history[name]
         if held >= segment.through:
             return
-        history.append_segment(spark, self.config, name, rows if held <= segment.after else rows_after(held), segment)
+        changes = rows if held <= segment.after else rows_after(held)
+        history.append_segment(spark, self.config, name, changes, segment, work.truncates)
         self._history[name] = segment.through
 
 

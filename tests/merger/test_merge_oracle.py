@@ -1,6 +1,7 @@
 """Property test: for any messy stream cut into any batches, landed and merged in any interleaving (each
 table merged after any batch, or later), every Delta table equals the oracle, and so do the live rows
-(merged rows overridden by the pending changes) before the last merges; the same generated
+(merged rows overridden by the pending changes) before the last merges, and each table's history (its
+versions, SCD type 2; the current ones are the table's live rows); the same generated
 histories as JSON and as Avro (Confluent wire format, through the stand-in registry)."""
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc_delta.config import AppConfig, parse_config
+from cdc_delta.config import AppConfig, TableConfig, parse_config
 from cdc_delta.demo.avro_encoding import AvroEncoder
 from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.history.append import history_path
+from cdc_delta.history.versions import read_versions
 from cdc_delta.merger.rebuild import rebuild_table
 from cdc_delta.merger.run import Merger
 from cdc_delta.rows.as_of import live_rows
@@ -89,6 +92,40 @@ def assert_live_rows_equal_the_oracle(spark, config: AppConfig, oracle: Oracle) 
         )
 
 
+VERSION_METADATA = (
+    "_cdc_valid_from_seq",
+    "_cdc_valid_to_seq",
+    "_cdc_closed_by",
+    "_cdc_op",
+    "_cdc_seq",
+    "_cdc_source_db",
+    "_cdc_source_table",
+)
+
+
+def assert_history_equals_the_oracle(spark, config: AppConfig, table: TableConfig, oracle: Oracle) -> None:
+    """The table's versions (:mod:`cdc_delta.history.versions`) are the oracle's, and its current versions
+    are the table's live rows."""
+    path = history_path(config, table.name)
+    assert table.history is not None
+    found = read_versions(spark, path, table.row_key, table.history)
+    columns, actual = canonical_rows(found, VERSION_METADATA)
+    expected = oracle.versions(table.name, columns)
+    differ = [(a, e) for a, e in zip(actual, expected, strict=False) if a != e][:3]
+    assert actual == expected, f"history of {table.name}: {len(actual)} versions vs {len(expected)}; first {differ}"
+    compared = [*columns, "_cdc_op", "_cdc_seq", "_cdc_source_db", "_cdc_source_table"]
+    current = sorted(({c: v[c] for c in compared} for v in actual if v["_cdc_valid_to_seq"] is None), key=repr)
+    live = sorted(
+        (
+            {c: r[c] for c in compared}
+            for r in read_canonical(spark, config.storage.table_path(table))[1]
+            if not r["_cdc_deleted"]
+        ),
+        key=repr,
+    )
+    assert current == live, f"history of {table.name}: its current versions are not the table's live rows"
+
+
 def assert_equal_the_oracle(
     spark,
     batches: list[list[Delivery]],
@@ -140,6 +177,8 @@ def assert_equal_the_oracle(
             assert actual == expected, (
                 f"{table.name}: {len(actual)} rows vs {len(expected)}; first differences {differ}"
             )
+            if not rebuild:  # a rebuild replaces the table, not its history
+                assert_history_equals_the_oracle(spark, config, table, oracle)
             ids = landings_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.name}: {ids}"
         if dead_total:
