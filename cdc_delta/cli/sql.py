@@ -18,6 +18,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     from cdc_delta.changelog.table_index import indexed
     from cdc_delta.exceptions import QueryError
+    from cdc_delta.views import history
     from cdc_delta.views.live import named_in, register_live_views
 
     config = load_config(args.config)
@@ -25,16 +26,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
     names = register_delta_tables(spark, config)
     logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
     tables = indexed(spark, config).tables()
-    views = register_live_views(spark, config, named_in(args.query, LIVE_DATABASE, tables))
+    live = named_in(args.query, LIVE_DATABASE, tables)
+    if args.as_of is None:
+        views = register_live_views(spark, config, live)
+        when = "now"
+    else:
+        views = history.register_as_of_views(spark, config, live, args.as_of)
+        when = f"source time {args.as_of}, from their history"
     if views:
-        logger.info("live views, as of now: %s", ", ".join(views))
+        logger.info("live views, as of %s: %s", when, ", ".join(views))
+    versions = history.register_history_views(spark, config, history.named_in(args.query, tables))
+    if versions:
+        logger.info("history views, as merged: %s", ", ".join(versions))
     try:
         result = spark.sql(args.query)
     except AnalysisException as exc:  # ParseException included
         reason = str(exc).strip().splitlines()[0].split("; line ")[0] if str(exc).strip() else type(exc).__name__
         raise QueryError(
             f"the query cannot be run: {reason} (tables: db.table as merged, {LIVE_DATABASE}.db_table and "
-            f"{LIVE_DATABASE}.db_table_all fresh; see cdc-delta sql --help)"
+            f"{LIVE_DATABASE}.db_table_all fresh, hist.db_table its versions; see cdc-delta sql --help)"
         ) from exc
     result.show(args.limit, truncate=False)
     return 0
@@ -50,11 +60,26 @@ def add_commands(sub: Any) -> None:
             "its last merge (soft-deleted rows included, _cdc_deleted true), and the live views "
             f"{LIVE_DATABASE}.db_table (its rows now: the merged table overridden by the changes still pending "
             f"in the changelog, soft-deleted rows out) and {LIVE_DATABASE}.db_table_all (soft-deleted rows "
-            "kept). A live view is made for each table the query names that way."
+            "kept). A live view is made for each table the query names that way. A table with history: true "
+            "also has hist.db_table, every version of every row (SCD type 2: _cdc_valid_from, _cdc_valid_to, "
+            "_cdc_is_current), as merged; with --as-of, live.db_table is the table as it was at that source "
+            "time, from its history."
         ),
-        epilog=('example: cdc-delta sql --config cdc.yaml "SELECT count(*) FROM live.inventory_orders"'),
+        epilog=(
+            "examples:\n"
+            '  cdc-delta sql --config cdc.yaml "SELECT count(*) FROM live.inventory_orders"\n'
+            '  cdc-delta sql --config cdc.yaml "SELECT * FROM hist.inventory_orders WHERE id = 7"\n'
+            "  cdc-delta sql --config cdc.yaml --as-of '2026-12-01 10:00:00' \"SELECT * FROM live.inventory_orders\""
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_argument(sql)
     sql.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    sql.add_argument(
+        "--as-of",
+        metavar="TIME",
+        help="live.db_table as the table was at this source time (UTC, '2026-12-01 10:00:00'), from its history "
+        "(tables with history: true)",
+    )
     sql.add_argument("query", help="the SQL query")
     sql.set_defaults(func=cmd_sql)

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pyspark.sql import functions as F
 
+from cdc_delta.cli.main import main
 from cdc_delta.config import parse_config
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
@@ -28,18 +32,20 @@ ITEMS = SourceTable("shop", "items", (Column("id", "int64"), Column("status", "s
 T0 = 1_700_000_000_000
 
 
-def config(root: Path, history: Any = True, merge_now: bool = True) -> Any:
+def settings(root: Path, history: Any = True, merge_now: bool = True) -> dict[str, Any]:
     table = {"name": "shop.items", "topics": ["srv.shop.items"], "key": ["id"]}
     if history is not None:
         table["history"] = history
-    return parse_config(
-        {
-            "app_id": "hist",
-            "storage": {"root": str(root)},
-            "tables": [table],
-            "merge": {"max_delay_seconds": 0 if merge_now else 3600},
-        }
-    )
+    return {
+        "app_id": "hist",
+        "storage": {"root": str(root)},
+        "tables": [table],
+        "merge": {"max_delay_seconds": 0 if merge_now else 3600},
+    }
+
+
+def config(root: Path, history: Any = True, merge_now: bool = True) -> Any:
+    return parse_config(settings(root, history, merge_now))
 
 
 class Source:
@@ -139,7 +145,9 @@ def test_every_version_with_when_it_was_valid(spark: Any, tmp_path: Path) -> Non
     assert versions(spark, cfg) == found
 
 
-def test_untracked_columns_update_the_open_version(spark: Any, tmp_path: Path) -> None:
+def test_untracked_columns_update_the_open_version_and_sql_reads_it(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = config(tmp_path, history={"except_columns": ["note"]})
     src = Source()
     processor = merging_processor(spark, cfg)
@@ -151,6 +159,41 @@ def test_untracked_columns_update_the_open_version(spark: Any, tmp_path: Path) -
         (1, "paid", "c", "u", at(304), None, None, True),
     ]
     assert current(versions(spark, cfg)) == live_table_rows(spark, cfg)
+    # cdc-delta sql: hist.shop_items, and live.shop_items as of a source time.
+    path = tmp_path / "cdc.yaml"
+    path.write_text(yaml.safe_dump(settings(tmp_path, {"except_columns": ["note"]})))
+    query = "SELECT status, note, _cdc_is_current FROM hist.shop_items ORDER BY _cdc_valid_from"
+    assert main(["sql", "--config", str(path), query]) == 0
+    assert printed(capsys.readouterr().out) == [["new", "b", "false"], ["paid", "c", "true"]]
+    # In a process of its own: the live views' database is set when a Spark session starts.
+    then = at(250).isoformat(sep=" ")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cdc_delta.cli",
+            "sql",
+            "--config",
+            str(path),
+            "--as-of",
+            then,
+            "SELECT status, note FROM live.shop_items",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert printed(done.stdout) == [["new", "b"]]
+    assert f"live views, as of source time {then}, from their history: live.shop_items" in done.stderr
+    assert main(["sql", "--config", str(path), "--as-of", "last tuesday", "SELECT 1 FROM live.shop_items"]) == 2
+    assert "--as-of 'last tuesday' is not a time" in capsys.readouterr().err
+
+
+def printed(out: str) -> list[list[str]]:
+    """The rows a query printed (Spark's table, its header left out)."""
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
 
 
 def test_history_turned_on_later_starts_from_the_rows(spark: Any, tmp_path: Path) -> None:
