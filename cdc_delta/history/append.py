@@ -15,7 +15,7 @@ table is seeded as a delete."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +27,8 @@ from cdc_delta.changelog.pending import Truncate
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import txn_app_id, txn_version
 from cdc_delta.retry import retry_on_conflict
+from cdc_delta.rows import column_defaults
+from cdc_delta.rows.column_defaults import ColumnDefault
 from cdc_delta.rows.schema_evolution import SchemaPlan
 from cdc_delta.rows.target import apply_schema_plan
 from cdc_delta.rows.truncates import Segment, seq_literal
@@ -87,6 +89,25 @@ def seed(spark: SparkSession, config: AppConfig, name: str, position: int) -> No
         spark, config, name, rows.withColumn(C.OP, op).withColumn(LAND_SEQ, F.lit(position).cast("bigint")), position
     )
     logger.info("table %s: its history starts from its rows now (landing %d)", name, position)
+
+
+def backfill_defaults(
+    spark: SparkSession, config: AppConfig, name: str, types: Mapping[str, str], defaults: Mapping[str, ColumnDefault]
+) -> None:
+    """Give the history's changes older than each column the source added with a default (and not filled
+    yet in the table) that default, as the table's rows get it (:func:`~cdc_delta.rows.column_defaults.backfill`):
+    called before the table records them filled, so that a crash between does both again (only NULLs change)."""
+    from delta.tables import DeltaTable
+
+    path = history_path(config, name)
+    pending = {n: d for n, d in defaults.items() if not d.filled}
+    if not pending or not DeltaTable.isDeltaTable(spark, path):
+        return
+    have = set(spark.read.format("delta").load(path).columns)
+    missing = tuple((n, types[n]) for n in pending if n not in have)
+    if missing:
+        apply_schema_plan(spark, path, SchemaPlan(columns=(), added=missing))
+    column_defaults.backfill(spark, path, types, pending)
 
 
 def _write(spark: SparkSession, config: AppConfig, name: str, rows: DataFrame, through: int) -> None:

@@ -306,6 +306,8 @@ class TableApplier:
             column_defaults.save(spark, path, defaults)
         if plan.changed:
             apply_schema_plan(spark, path, plan, self.config.type_widening)
+        if self.table(spark, work.name).history is not None:
+            history.backfill_defaults(spark, self.config, work.name, dict(plan.columns), defaults)
         defaults = column_defaults.finish(spark, path, dict(plan.columns), defaults)
         return TableState(True, plan.columns, defaults=defaults, manifest=self._manifest)
 

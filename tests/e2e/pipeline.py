@@ -60,6 +60,8 @@ class Pipeline:
     """``archival_deletes`` of the pattern entry; the comparisons then expect ``archived`` too."""
     archived: dict[str, list[dict[str, Any]]] | None = None
     """Rows the source purged and the lake keeps, archived, per table."""
+    history: bool = False
+    """``history: true`` on the pattern entry: every version of its tables' rows is kept."""
     masks: dict[str, str] | None = None
     """``mask:`` of the pattern entry (its tables that have those columns), with the salt in :meth:`salt_file`;
     ``register`` has the connector mask them, and the comparisons expect them masked."""
@@ -171,6 +173,7 @@ class Pipeline:
                 "topic_pattern": rf"{self.prefix}\.{self.db}(_archive)?\.[^.]+",
                 **(masked if self.masks else {}),
                 **({"archival_deletes": self.archival} if self.archival else {}),
+                **({"history": True} if self.history else {}),
             },
             {
                 "name": sharded.name,

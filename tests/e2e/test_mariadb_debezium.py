@@ -22,6 +22,8 @@ from cdc_delta.changelog.status import pending_changes
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import FreshViewsConfig, load_config
 from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
+from cdc_delta.history.append import history_path
+from cdc_delta.history.versions import read_versions
 from cdc_delta.rows.as_of import live_rows
 from cdc_delta.snapshot import hive_publish
 from cdc_delta.snapshot.positions import kafka_positions_of
@@ -29,7 +31,15 @@ from cdc_delta.snapshot.readiness import cutoff_for
 from cdc_delta.snapshot.run import run_snapshot
 from cdc_delta.views import fresh
 from tests.e2e.pipeline import Pipeline, noon_zone
-from tests.e2e.workload import archived_rows, binlog_steps, deleted_keys, setup_sql
+from tests.e2e.workload import (
+    HISTORY_AT,
+    HISTORY_ROW,
+    archived_rows,
+    binlog_steps,
+    deleted_keys,
+    history_steps,
+    setup_sql,
+)
 from tests.services import ConnectWorker, MariaDB, StreamProcess, caught_up_here, cdc_delta, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -52,6 +62,49 @@ def assert_lake_equals_source(spark: SparkSession, pipe: Pipeline, config: Path,
     properties = DeltaTable.forPath(spark, cfg.storage.table_path(odd)).detail().first()["properties"]
     assert "column 'weird name' has characters a Delta column name cannot hold" in properties[STOPPED_REASON_PROPERTY]
     assert pending_changes(cfg, {odd.name: -1})[odd.name]["pending"] > 0
+
+
+def assert_history_follows_the_source(spark: SparkSession, pipe: Pipeline, config: Path) -> None:
+    """The plain row updated five times has six versions (its snapshot read, then one per update), each
+    opened at its update's source time and closed at the next; every table's current versions are its
+    live rows."""
+    cfg = load_config(config, env={})
+    catalog = indexed(spark, cfg)
+    plain = catalog.table(f"{pipe.db}.plain")
+    assert plain.history is not None
+    found = read_versions(spark, history_path(cfg, plain.name), plain.row_key, plain.history)
+    row = found.where(F.col("id") == HISTORY_ROW).orderBy("_cdc_valid_from_seq")
+    got = [
+        (str(r["amount"]), r["op"], r["start"], r["end"])
+        for r in row.select(
+            "amount",
+            F.col(C.OP).alias("op"),
+            F.unix_seconds("_cdc_valid_from").alias("start"),
+            F.unix_seconds("_cdc_valid_to").alias("end"),
+        ).collect()
+    ]
+    assert len(got) == 6 and got[0][1] == "r", got
+    assert got[0][3] == HISTORY_AT[0], got
+    assert [g[0] for g in got[1:]] == [f"{k}.00" for k in range(1, 6)], got
+    assert [g[2] for g in got[1:]] == list(HISTORY_AT), got
+    assert [g[3] for g in got[1:]] == [*HISTORY_AT[1:], None], got
+    problems = []
+    for table in catalog.tables():
+        if table.history is None or not DeltaTable.isDeltaTable(spark, history_path(cfg, table.name)):
+            continue
+        versions = read_versions(spark, history_path(cfg, table.name), table.row_key, table.history)
+        current = versions.where("_cdc_is_current")
+        lake = spark.read.format("delta").load(cfg.storage.table_path(table)).where(~F.col(C.DELETED))
+        columns = [c for c in lake.columns if not c.startswith(C.PREFIX)] + [C.OP, C.SEQ]
+        extra, missing = (
+            current.select(columns).exceptAll(lake.select(columns)),
+            lake.select(columns).exceptAll(current.select(columns)),
+        )
+        if extra.count() or missing.count():
+            problems.append(
+                f"{table.name}: {extra.count()} current versions not live, {missing.count()} live rows not current"
+            )
+    assert not problems, "history differs from the tables:\n" + "\n".join(problems)
 
 
 def assert_live_views_equal_source(spark: SparkSession, pipe: Pipeline, config: Path) -> None:
@@ -138,6 +191,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
         extra_connector_settings={"provide.transaction.metadata": "true", "heartbeat.interval.ms": "1000"},
         masks={"name": "hash", "note": "truncate 6"},  # plain's: hashed and cut by Debezium, checked at start
         archival={"min_rows": 6},  # the workload's purge of items kept; its DELETE of 5 plain rows is not one
+        history=True,
     )
     zone = noon_zone()
     config = pipe.write_config(time_zone=zone)
@@ -147,6 +201,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
 
     for step in binlog_steps(pipe.db):
         pipe.sql(step)
+    pipe.sql(history_steps(pipe.db))
     pipe.archived = archived_rows(pipe.db)  # the lake keeps what the last step purged
     pipe.mark(2)
     # Landed and not merged (the same lake and checkpoint, the merger not run): the live views equal
@@ -158,6 +213,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     log += caught_up_here(config, f"{pipe.db}.odd")
     assert_lake_equals_source(spark, pipe, config, "the binlog workload")
     assert_deleted_keys_are_soft_deleted(spark, pipe, config)
+    assert_history_follows_the_source(spark, pipe, config)
     assert "Traceback" not in log, log[-3000:]
 
     # The nightly snapshot of today, run after midnight (the clock), every partition quiet since: the

@@ -135,6 +135,21 @@ def binlog_steps(db: str) -> list[list[str]]:
     ]
 
 
+HISTORY_ROW = 20
+"""The plain row :func:`history_steps` updates (no other step touches it)."""
+HISTORY_AT = tuple(1_795_000_000 + 60 * k for k in range(1, 6))
+"""The source times (epoch seconds, 2026-11-18) of its five updates."""
+
+
+def history_steps(db: str) -> list[str]:
+    """Five updates of one plain row, each a transaction of its own at a source time of its own
+    (:data:`HISTORY_AT`: the session's timestamp, which MariaDB writes into each binlog event)."""
+    out = []
+    for k, at in enumerate(HISTORY_AT, start=1):
+        out += [f"SET timestamp = {at}", f"UPDATE {db}.plain SET amount = {k} WHERE id = {HISTORY_ROW}"]
+    return [*out, "SET timestamp = DEFAULT"]
+
+
 PURGED = tuple(range(10, 17))
 """The items one DELETE purges (seven: a purge where ``archival_deletes.min_rows`` is 6)."""
 
