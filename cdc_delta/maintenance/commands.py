@@ -57,22 +57,26 @@ def beside_stream(action: Callable[[], T], what: str, config: AppConfig, name: s
         return retry_on_conflict(action, what)
 
 
-def optimize(spark: SparkSession, config: AppConfig, table: TableConfig, path: str, files: int) -> int:
-    """OPTIMIZE the table (``files``: how many it holds); returns the files it replaced.
+def optimize(
+    spark: SparkSession, config: AppConfig, table: TableConfig, path: str, files: int, history: bool = False
+) -> int:
+    """OPTIMIZE the table (``files``: how many it holds), or its history (``history``: compacted, never
+    Z-ordered: it grows with every merge, and a Z-order rewrites it all); returns the files it replaced.
 
     A table of one file or none has nothing to compact, so OPTIMIZE is not run for it (its planning
     alone costs ~0.3 s a table, summed, a third of an idle hourly run of quiet tables), unless OPTIMIZE may
     rewrite a lone file: to Z-order or cluster it, or (in some Delta versions) to drop the rows its
     deletion vector deletes. Z-ordering rewrites every file of the table, so it is not run for a table
     that has not changed since its last (:func:`still_zordered`)."""
-    zorder = list(table.zorder_by or table.key) if config.maintenance.zorder else []
+    zorder = list(table.zorder_by or table.key) if config.maintenance.zorder and not history else []
     if zorder and still_zordered(spark, path, zorder, files):
         return 0
     if files <= 1 and not zorder and not _may_rewrite_lone_file(spark, path):
         return 0
     target = DeltaTable.forPath(spark, path)
     run = (lambda: target.optimize().executeZOrderBy(*zorder)) if zorder else target.optimize().executeCompaction
-    metrics = beside_stream(run, f"OPTIMIZE {table.name}", config, table.name).select("metrics").first()
+    what = f"OPTIMIZE {table.name}{' history' if history else ''}"
+    metrics = beside_stream(run, what, config, table.name).select("metrics").first()
     return int(metrics["metrics"]["numFilesRemoved"]) if metrics else 0
 
 

@@ -26,6 +26,7 @@ from cdc_delta.delta.commits import merged_through, txn_version
 from cdc_delta.delta.snapshot_log import published_all
 from cdc_delta.delta.workers import each_table
 from cdc_delta.exceptions import one_line
+from cdc_delta.history.append import history_path
 from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.maintenance import commands
 from cdc_delta.maintenance.changelog import ChangelogReport, maintain_changelog
@@ -69,6 +70,9 @@ class TableReport:
     """How long the table has had no change, where it is silent (0 otherwise: the alert's series)."""
     change_jump_ratio: float = 0.0
     """Its last hour's changes over the most in that hour on an earlier day, where it jumped (0 otherwise)."""
+    history_files_compacted: int = 0
+    """Of its history (a table with ``history``), the files OPTIMIZE replaced; nothing is purged from it."""
+    history_files_vacuumed: int = 0
 
     def summary(self) -> str:
         """What the run did to the table, in one line (the log's and ``cdc-delta maintain``'s)."""
@@ -86,9 +90,15 @@ class TableReport:
             else f"checkpoint at version {self.checkpoint_version}"
         )
         flagged = f", {self.activity}: {self.activity_reason}" if self.activity in FLAGGED else ""
+        history = (
+            f", history: {self.history_files_compacted} files compacted, {self.history_files_vacuumed} vacuumed"
+            if self.history_files_compacted or self.history_files_vacuumed
+            else ""
+        )
         return (
             f"files {self.files_before} -> {self.files_after}, bytes {self.bytes_before} -> {self.bytes_after}, "
-            f"{self.rows_purged} tombstones purged ({purge}), {vacuum}, {checkpoint}, {self.duration_s:.1f}s{flagged}"
+            f"{self.rows_purged} tombstones purged ({purge}), {vacuum}, {checkpoint}{history}, "
+            f"{self.duration_s:.1f}s{flagged}"
         )
 
 
@@ -132,6 +142,7 @@ def maintain_table(
     # VACUUM changes no file of the table's state: with nothing rewritten, the run left it as it found it
     # (the size of the state after VACUUM's commits costs a state reconstruction, 0.6 s a table).
     files_after, bytes_after = commands.table_size(spark, path) if rewrote else (files_before, bytes_before)
+    history_compacted, history_vacuumed = _maintain_history(spark, config, table, vacuum)
     report = TableReport(
         table=table.name,
         files_before=files_before,
@@ -147,9 +158,23 @@ def maintain_table(
         checkpoint_version=checkpoint,
         merged_seq=merged,
         duration_s=round(time.monotonic() - started, 2),
+        history_files_compacted=history_compacted,
+        history_files_vacuumed=history_vacuumed,
     )
     logger.info("maintained %s: %s", table.name, report.summary())
     return report
+
+
+def _maintain_history(spark: SparkSession, config: AppConfig, table: TableConfig, vacuum: bool) -> tuple[int, int]:
+    """OPTIMIZE the table's history (a table with ``history``: :mod:`cdc_delta.history`), and VACUUM it when the
+    table's VACUUM is due; returns (files compacted, files vacuumed). Its changes are all kept."""
+    path = history_path(config, table.name)
+    if table.history is None or not DeltaTable.isDeltaTable(spark, path):
+        return 0, 0
+    files, _ = commands.table_size(spark, path)
+    compacted = commands.optimize(spark, config, table, path, files, history=True)
+    vacuumed = commands.vacuum(spark, config, f"{table.name} history", path) if vacuum else 0
+    return compacted, vacuumed
 
 
 def _with_activity(

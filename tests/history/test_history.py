@@ -22,6 +22,7 @@ from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.history.append import history_path
 from cdc_delta.history.versions import as_of, read_versions
+from cdc_delta.maintenance.run import run_maintenance
 from cdc_delta.merger.run import Merger
 from cdc_delta.stream.batch import BatchProcessor
 from tests.batches import merging_processor
@@ -216,3 +217,15 @@ def test_history_turned_on_later_starts_from_the_rows(spark: Any, tmp_path: Path
         (3, "new", None, "c", at(604), None, None, True),
     ]
     assert current(versions(spark, cfg)) == live_table_rows(spark, cfg)
+    # The hourly maintenance compacts the history (a file per merge) and changes none of its versions.
+    found = versions(spark, cfg)
+    history = history_path(cfg, "shop.items")
+    files_before = len(_files(spark, history))
+    report = run_maintenance(spark, cfg).tables[0]
+    assert files_before > 1 and report.history_files_compacted == files_before, report
+    assert f"history: {files_before} files compacted" in report.summary()
+    assert len(_files(spark, history)) == 1 and versions(spark, cfg) == found
+
+
+def _files(spark: Any, path: str) -> list[str]:
+    return spark.read.format("delta").load(path).inputFiles()
