@@ -1,6 +1,8 @@
-"""Benchmark: merge rounds over many tables of distinct shapes, the merger's sessions interpreting
-expressions (the project's setting, :data:`cdc_delta.merger.run.INTERPRETED`) against generating code
-(Spark's default), in the same run.
+"""Benchmark: merge rounds over many tables of distinct shapes, two settings against each other in the
+same run: ``--compare codegen`` (the default), the merger's sessions interpreting expressions (the
+project's setting, :data:`cdc_delta.merger.run.INTERPRETED`) against generating code (Spark's default);
+``--compare history``, every table with ``history: true`` (each merge also appends to the table's
+history, :mod:`cdc_delta.history`) against none.
 
 One Spark session (local[2], the project's settings) and two lakes, one per setting, each with its own
 :class:`~cdc_delta.merger.run.Merger` (the baseline's config sets Spark's defaults in ``spark.conf``,
@@ -9,10 +11,12 @@ each of its own shape, ``--events`` changes a round) are landed in both lakes (t
 function, without Kafka) and every table is merged, the settings taking turns in going first so that
 the machine's drift falls on both alike. The first round creates the tables and is left out. Per
 setting: the median seconds and JVM CPU seconds (user + system, from /proc) of a round; the ratio
-interpreted / generated. Results go to bench/results/merge_rounds.json. Not a test: nothing fails on a time.
+first setting / second. Results go to bench/results/merge_rounds.json (codegen) or
+merge_rounds_history.json. Not a test: nothing fails on a time.
 
     python bench/merge_rounds.py                       # 50 tables, 20,000 changes a round, 4 rounds
     python bench/merge_rounds.py --tables 100 --rounds 6
+    python bench/merge_rounds.py --compare history --tables 100 --rounds 6
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
 """Spark's defaults, set in the baseline's ``spark.conf`` (a setting there wins over the merger's)."""
+COMPARISONS: dict[str, dict[str, tuple[dict[str, str], dict[str, Any]]]] = {
+    "codegen": {"interpreted": ({}, {}), "generated": (GENERATED, {})},
+    "history": {"history": ({}, {"history": True}), "plain": ({}, {})},
+}
+"""Per comparison, its two settings: (Spark conf, settings of every table), the measured one first."""
 
 
 def main() -> None:
@@ -38,6 +47,7 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=50)
     parser.add_argument("--events", type=int, default=20_000, help="changes a round, over all tables")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per setting, the first left out")
+    parser.add_argument("--compare", choices=sorted(COMPARISONS), default="codegen")
     args = parser.parse_args()
 
     from throughput import SPARK_CONF, process_cpu_s, source_tables, table_configs
@@ -52,17 +62,17 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-merge-rounds-"))
     sources = source_tables(args.tables, "mr")
     names = [f"{t.db}.{t.table}" for t in sources]
-    settings = {"interpreted": {}, "generated": GENERATED}
+    settings = COMPARISONS[args.compare]
     lakes = {}
     spark = None
-    for label, conf in settings.items():
+    for label, (conf, per_table) in settings.items():
         config = parse_config(
             {
                 "app_id": f"bench-{label}",
                 "kafka": {"bootstrap_servers": "unused:9092", "topic_pattern": r"^mr\..*"},
                 "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {**SPARK_CONF, **conf}},
                 "storage": {"root": str(folder / label)},
-                "tables": table_configs(sources, "mr"),
+                "tables": [{**t, **per_table} for t in table_configs(sources, "mr")],
                 "merge": {"max_delay_seconds": 3600},
             }
         )
@@ -100,18 +110,20 @@ def main() -> None:
         }
         for label in settings
     }
-    figures["interpreted_to_generated_round_ratio"] = round(
-        figures["interpreted"]["median_round_s"] / figures["generated"]["median_round_s"], 2
+    measured, baseline = settings
+    figures[f"{measured}_to_{baseline}_round_ratio"] = round(
+        figures[measured]["median_round_s"] / figures[baseline]["median_round_s"], 2
     )
-    figures["interpreted_to_generated_cpu_ratio"] = round(
-        figures["interpreted"]["median_jvm_cpu_s"] / figures["generated"]["median_jvm_cpu_s"], 2
+    figures[f"{measured}_to_{baseline}_cpu_ratio"] = round(
+        figures[measured]["median_jvm_cpu_s"] / figures[baseline]["median_jvm_cpu_s"], 2
     )
     print(figures)
     from results_file import write_results
 
+    name = "merge_rounds" if args.compare == "codegen" else f"merge_rounds_{args.compare}"
     write_results(
-        RESULTS,
-        "merge_rounds",
+        RESULTS.with_name(f"{name}.json"),
+        name,
         figures,
         tables=args.tables,
         events_per_round=args.events,

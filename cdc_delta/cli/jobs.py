@@ -101,6 +101,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from cdc_delta.check.run import FAILED, run_check
 
     config = load_config(args.config)
+    if args.history:
+        return _check_history(config, args.table)
     with job_metrics(config, "check") as run:
         report = run.report = run_check(config, args.table)
         run.exit_code = EXIT_ATTENTION if report.failed else 0
@@ -114,6 +116,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.repair and differ:
         return _repair(config, differ, len(report.failed))
     return run.exit_code
+
+
+def _check_history(config: AppConfig, names: list[str] | None) -> int:
+    """``check --history``: each history's current versions against its table's live rows, one line a table."""
+    from cdc_delta.changelog.table_index import indexed
+    from cdc_delta.history.check import check_history
+
+    spark = spark_for(config)
+    tables = [t for t in indexed(spark, config).tables() if not names or t.name in names]
+    if names and len(tables) < len(set(names)):
+        unknown = sorted(set(names) - {t.name for t in tables})
+        raise CdcDeltaError(f"check --history: no table named {', '.join(unknown)} (cdc-delta tables lists them)")
+    checks = check_history(spark, config, tables)
+    for check in checks:
+        print(check.line())
+    differ = [c for c in checks if not c.ok]
+    print(
+        f"check --history: {len(checks)} table(s) with history, {len(differ)} differing from their table",
+        file=sys.stderr if differ else sys.stdout,
+    )
+    return EXIT_ATTENTION if differ else 0
 
 
 def _repair(config: AppConfig, differ: list[TableCheck], failing: int) -> int:
@@ -262,6 +285,12 @@ def add_commands(sub: Any) -> None:
     )
     add_config_argument(check)
     check.add_argument("--table", action="append", help="only this logical table (repeatable); default: all")
+    check.add_argument(
+        "--history",
+        action="store_true",
+        help="instead of the source: each table's history (history: true) against the table, its current "
+        "versions against the table's live rows (Spark; no source needed); exit 1 where one differs",
+    )
     check.add_argument(
         "--repair",
         action="store_true",

@@ -77,7 +77,9 @@ def append_segment(
     ]
     if marks:
         out = out.unionByName(reduce(DataFrame.unionByName, marks), allowMissingColumns=True)
-    _write(spark, config, name, out, segment.through)
+    # One file a segment: a merge's share of a table is small, and a task per partition of the round's
+    # changes costs more than it writes (the maintenance compacts the files later).
+    _write(spark, config, name, out.coalesce(1), segment.through)
 
 
 def seed(spark: SparkSession, config: AppConfig, name: str, position: int) -> None:
@@ -112,7 +114,6 @@ def backfill_defaults(
 
 def _write(spark: SparkSession, config: AppConfig, name: str, rows: DataFrame, through: int) -> None:
     path = history_path(config, name)
-    _widen(spark, config, path, rows.schema)
     writer = (
         rows.write.format("delta")
         .mode("append")
@@ -120,7 +121,17 @@ def _write(spark: SparkSession, config: AppConfig, name: str, rows: DataFrame, t
         .option("txnVersion", str(through))
         .option("mergeSchema", "true")  # columns the source added
     )
-    retry_on_conflict(lambda: writer.save(path), f"appending to the history of {name}")
+    try:
+        retry_on_conflict(lambda: writer.save(path), f"appending to the history of {name}")
+    except Exception as exc:  # the JVM's errors carry no Python type of their own
+        if _WIDER not in str(exc):
+            raise
+        _widen(spark, config, path, rows.schema)  # read only then: it costs a read of the history's schema
+        retry_on_conflict(lambda: writer.save(path), f"appending to the history of {name}")
+
+
+_WIDER = "DELTA_FAILED_TO_MERGE_FIELDS"
+"""Delta's error for an append whose column is of a type the table's column is not (a wider one)."""
 
 
 def _widen(spark: SparkSession, config: AppConfig, path: str, incoming: StructType) -> None:

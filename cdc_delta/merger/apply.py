@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -334,21 +335,21 @@ class TableApplier:
             rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
             return archived_where(rows, table.archival_deletes)
 
+        def typed_after(landed: DataFrame, held: int) -> DataFrame:
+            return typed(landed.where(F.col(LAND_SEQ) > held))
+
         results: list[MergeResult] = []
         for segment in segments(work.truncates, position, through):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
             rows = typed(landed)
-            if table.history is not None:
-                self._append_history(
-                    spark,
-                    work,
-                    position,
-                    segment,
-                    rows,
-                    lambda held, landed=landed: typed(landed.where(F.col(LAND_SEQ) > held)),
-                )
-            latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
+            if table.history is not None:  # the history's append and the MERGE read the changes typed once
+                rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+            latest: DataFrame | None = None
             try:
+                if table.history is not None:
+                    after = functools.partial(typed_after, landed)
+                    self._append_history(spark, work, position, segment, rows, after)
+                latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
                 record = dataclasses.replace(work.record, land_seq=segment.through).as_operation("merge")
                 commit = Commit(merge_txn_app_id(self.config.app_id, work.name), segment.through, record)
                 empty = created and not results and known_empty(spark, path)
@@ -358,7 +359,9 @@ class TableApplier:
                     )
                 )
             finally:
-                latest.unpersist()
+                if latest is not None:
+                    latest.unpersist()
+                rows.unpersist()
         return _combined(work.name, results)
 
     def _append_history(

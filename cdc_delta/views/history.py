@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.config.history import History
 from cdc_delta.exceptions import QueryError
 from cdc_delta.history.append import history_path
 from cdc_delta.history.versions import as_of, read_versions, versions_sql
@@ -43,14 +44,10 @@ def register_history_views(spark: SparkSession, config: AppConfig, tables: Itera
     A table without ``history`` is a :class:`QueryError` saying so; one whose history holds nothing yet
     has no view. Returns the views made."""
     made = []
-    for table in tables:
-        path = _history_of(spark, config, table)
-        if path is None:
-            continue
-        assert table.history is not None
+    for table, settings, path in _histories(spark, config, tables):
         ensure_database(spark, HISTORY_DATABASE)
         columns = spark.read.format("delta").load(path).columns
-        query = versions_sql(C.delta_path_identifier(path), columns, table.row_key, table.history)
+        query = versions_sql(C.delta_path_identifier(path), columns, table.row_key, settings)
         name = f"{HISTORY_DATABASE}.{C.quote(history_view_name(table))}"
         spark.sql(f"CREATE OR REPLACE VIEW {name} AS {query}")
         made.append(f"{HISTORY_DATABASE}.{history_view_name(table)}")
@@ -67,24 +64,26 @@ def register_as_of_views(spark: SparkSession, config: AppConfig, tables: Iterabl
         raise QueryError(f"--as-of {at!r} is not a time: write one such as '2026-12-01 10:00:00' (UTC)")
     database = spark.conf.get("spark.sql.globalTempDatabase")
     made = []
-    for table in tables:
-        path = _history_of(spark, config, table)
-        if path is None:
-            continue
-        assert table.history is not None
+    for table, settings, path in _histories(spark, config, tables):
         view, _ = live_view_names(table)
-        as_of(read_versions(spark, path, table.row_key, table.history), moment).createOrReplaceGlobalTempView(view)
+        as_of(read_versions(spark, path, table.row_key, settings), moment).createOrReplaceGlobalTempView(view)
         made.append(f"{database}.{view}")
     return made
 
 
-def _history_of(spark: SparkSession, config: AppConfig, table: TableConfig) -> str | None:
-    """The path of the table's history; None while it holds nothing; :class:`QueryError` for a table
-    without ``history``."""
-    if table.history is None:
-        raise QueryError(
-            f"table {table.name} keeps no history: set history: true on its entry (its versions start from "
-            "its rows then)"
-        )
-    path = history_path(config, table.name)
-    return path if DeltaTable.isDeltaTable(spark, path) else None
+def _histories(
+    spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig]
+) -> list[tuple[TableConfig, History, str]]:
+    """(table, its ``history``, its history's path) of each of ``tables`` whose history holds something;
+    :class:`QueryError` for a table without ``history``."""
+    out = []
+    for table in tables:
+        if table.history is None:
+            raise QueryError(
+                f"table {table.name} keeps no history: set history: true on its entry (its versions start from "
+                "its rows then)"
+            )
+        path = history_path(config, table.name)
+        if DeltaTable.isDeltaTable(spark, path):
+            out.append((table, table.history, path))
+    return out

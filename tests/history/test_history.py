@@ -160,9 +160,25 @@ def test_untracked_columns_update_the_open_version_and_sql_reads_it(
         (1, "paid", "c", "u", at(304), None, None, True),
     ]
     assert current(versions(spark, cfg)) == live_table_rows(spark, cfg)
-    # cdc-delta sql: hist.shop_items, and live.shop_items as of a source time.
+    # cdc-delta check --history: the current versions are the live rows; a change the table never got
+    # (written into the history by hand) is found both ways: a current version no live row, and a live
+    # row no current version.
     path = tmp_path / "cdc.yaml"
     path.write_text(yaml.safe_dump(settings(tmp_path, {"except_columns": ["note"]})))
+    assert main(["check", "--config", str(path), "--history"]) == 0
+    assert "shop.items: history ok (1 live rows, each its current version)" in capsys.readouterr().out
+    history = history_path(cfg, "shop.items")
+    newest = spark.read.format("delta").load(history).orderBy(F.col("_cdc_seq").desc()).limit(1)
+    forged = newest.withColumn("status", F.lit("forged")).withColumn(
+        "_cdc_seq", F.col("_cdc_seq").withField("pos", F.col("_cdc_seq.pos") + 1)
+    )
+    forged.write.format("delta").mode("append").save(history)
+    assert main(["check", "--config", str(path), "--history"]) == 1
+    assert "shop.items: history DIFFERS: 1 current versions are no live row, 1 live rows are no current version" in (
+        capsys.readouterr().out
+    )
+    spark.sql(f"DELETE FROM delta.`{history}` WHERE status = 'forged'")
+    # cdc-delta sql: hist.shop_items, and live.shop_items as of a source time.
     query = "SELECT status, note, _cdc_is_current FROM hist.shop_items ORDER BY _cdc_valid_from"
     assert main(["sql", "--config", str(path), query]) == 0
     assert printed(capsys.readouterr().out) == [["new", "b", "false"], ["paid", "c", "true"]]
