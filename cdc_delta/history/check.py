@@ -43,7 +43,8 @@ class HistoryCheck:
         return (
             f"{self.table}: history DIFFERS: {self.not_live} current versions are no live row, {self.not_current} "
             f"live rows are no current version (of {self.live}): to start it again from the table's rows (its "
-            f"older versions lost), delete {self.path}; the table's next merge starts it"
+            f"older versions lost), delete {self.path} and restart the stream (or the merge job): the table's "
+            "next merge starts it"
         )
 
 
