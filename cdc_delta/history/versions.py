@@ -49,13 +49,13 @@ def versions_sql(source: str, columns: list[str], key: list[str], settings: Hist
     missing = sorted(named - {c.lower() for c in business})
     if missing:
         logger.warning("history: %s named but not columns of the table: left out", ", ".join(missing))
+    as_stored = {c.lower(): c for c in columns}
+    key = [as_stored.get(k.lower(), k) for k in key]  # the source's names: a config may spell them otherwise
     keys = ", ".join(q(k) for k in key)
     grouped = list(dict.fromkeys([*key, C.SOURCE_DB, C.SOURCE_TABLE]))
     by_source = ", ".join(q(c) for c in grouped)
     item_columns = [*business, C.OP, C.SEQ, C.SOURCE_TS, C.SOURCE_DB, C.SOURCE_TABLE, LAND_SEQ]
-    from_marks = [
-        (f"f.{q(c)}" if c in grouped else f"NULL AS {q(c)}") for c in business if c not in (C.SOURCE_DB, C.SOURCE_TABLE)
-    ]
+    from_marks = [f"f.{q(c)}" if c in grouped else f"NULL AS {q(c)}" for c in business]
     mark_columns = ", ".join(
         [*from_marks, f"'{TRUNCATE}'", "t.seq", "t.ts", f"f.{q(C.SOURCE_DB)}", f"f.{q(C.SOURCE_TABLE)}", "t.land"]
     )
@@ -73,26 +73,26 @@ def versions_sql(source: str, columns: list[str], key: list[str], settings: Hist
                 f"'seq', {q(C.SEQ)}",
                 f"'db', {q(C.SOURCE_DB)}",
                 f"'tbl', {q(C.SOURCE_TABLE)}",
-                "'next_seq', _next_seq",
-                "'next_ts', _next_ts",
-                "'next_op', _next_op",
+                "'next_seq', _cdc_next_seq",
+                "'next_ts', _cdc_next_ts",
+                "'next_op', _cdc_next_op",
             ]
         )
         + ")"
     )
     out = ", ".join(
-        [f"_last.c{i} AS {q(c)}" for i, c in enumerate(business)]
+        [f"_cdc_last.c{i} AS {q(c)}" for i, c in enumerate(business)]
         + [
             f"{VALID_FROM}",
-            f"_last.next_ts AS {VALID_TO}",
-            f"_last.next_seq IS NULL AS {IS_CURRENT}",
-            f"_last.op AS {q(C.OP)}",
-            f"_last.next_op AS {CLOSED_BY}",
+            f"_cdc_last.next_ts AS {VALID_TO}",
+            f"_cdc_last.next_seq IS NULL AS {IS_CURRENT}",
+            f"_cdc_last.op AS {q(C.OP)}",
+            f"_cdc_last.next_op AS {CLOSED_BY}",
             f"{VALID_FROM_SEQ}",
-            f"_last.next_seq AS {VALID_TO_SEQ}",
-            f"_last.seq AS {q(C.SEQ)}",
-            f"_last.db AS {q(C.SOURCE_DB)}",
-            f"_last.tbl AS {q(C.SOURCE_TABLE)}",
+            f"_cdc_last.next_seq AS {VALID_TO_SEQ}",
+            f"_cdc_last.seq AS {q(C.SEQ)}",
+            f"_cdc_last.db AS {q(C.SOURCE_DB)}",
+            f"_cdc_last.tbl AS {q(C.SOURCE_TABLE)}",
         ]
     )
     item_list = ", ".join(q(c) for c in item_columns)
@@ -104,37 +104,38 @@ truncates AS (
          {q(LAND_SEQ)} AS land
   FROM history WHERE {q(C.OP)} = '{TRUNCATE}'
 ),
-firsts AS (SELECT {by_source}, min({q(LAND_SEQ)}) AS first_land FROM items GROUP BY {by_source}),
+firsts AS (SELECT {by_source}, min({q(LAND_SEQ)}) AS _cdc_first_land FROM items GROUP BY {by_source}),
 marks AS (
   SELECT {mark_columns}
   FROM firsts f JOIN truncates t
-    ON f.{q(C.SOURCE_DB)} <=> t.db AND f.{q(C.SOURCE_TABLE)} <=> t.tbl AND f.first_land <= t.land
+    ON f.{q(C.SOURCE_DB)} <=> t.db AND f.{q(C.SOURCE_TABLE)} <=> t.tbl AND f._cdc_first_land <= t.land
 ),
 changes AS (SELECT * FROM items UNION ALL SELECT * FROM marks),
 one_per_seq AS (
   SELECT * FROM (
     SELECT *, row_number() OVER (
       PARTITION BY {keys}, {q(C.SEQ)} ORDER BY {q(C.OP)} = '{C.ARCHIVE}' DESC, {q(LAND_SEQ)} DESC
-    ) AS _n FROM changes
-  ) WHERE _n = 1
+    ) AS _cdc_n FROM changes
+  ) WHERE _cdc_n = 1
 ),
 neighbours AS (
-  SELECT *, {closer} AS _closer,
-         lag({closer}) OVER w AS _prev_closer,
-         {tracked_struct} AS _tracked, lag({tracked_struct}) OVER w AS _prev_tracked,
-         lead({q(C.SEQ)}) OVER w AS _next_seq, lead({q(C.SOURCE_TS)}) OVER w AS _next_ts,
-         lead({q(C.OP)}) OVER w AS _next_op
+  SELECT *, {closer} AS _cdc_closer,
+         lag({closer}) OVER w AS _cdc_prev_closer,
+         {tracked_struct} AS _cdc_tracked, lag({tracked_struct}) OVER w AS _cdc_prev_tracked,
+         lead({q(C.SEQ)}) OVER w AS _cdc_next_seq, lead({q(C.SOURCE_TS)}) OVER w AS _cdc_next_ts,
+         lead({q(C.OP)}) OVER w AS _cdc_next_op
   FROM one_per_seq WINDOW w AS ({window})
 ),
 runs AS (
-  SELECT *, sum(CASE WHEN _closer OR _prev_closer IS NULL OR _prev_closer OR NOT (_tracked <=> _prev_tracked)
-                THEN 1 ELSE 0 END) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _run
+  SELECT *, sum(CASE WHEN _cdc_closer OR _cdc_prev_closer IS NULL OR _cdc_prev_closer
+                     OR NOT (_cdc_tracked <=> _cdc_prev_tracked) THEN 1 ELSE 0 END)
+           OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _cdc_run
   FROM neighbours
 ),
 versions AS (
   SELECT min({q(C.SEQ)}) AS {VALID_FROM_SEQ}, min_by({q(C.SOURCE_TS)}, {q(C.SEQ)}) AS {VALID_FROM},
-         max_by({last}, {q(C.SEQ)}) AS _last
-  FROM runs WHERE NOT _closer GROUP BY {keys}, _run
+         max_by({last}, {q(C.SEQ)}) AS _cdc_last
+  FROM runs WHERE NOT _cdc_closer GROUP BY {keys}, _cdc_run
 )
 SELECT {out} FROM versions
 """

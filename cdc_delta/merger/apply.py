@@ -361,7 +361,8 @@ class TableApplier:
             finally:
                 if latest is not None:
                     latest.unpersist()
-                rows.unpersist()
+                if table.history is not None:  # persisted above (an uncached frame's unpersist still looks)
+                    rows.unpersist()
         return _combined(work.name, results)
 
     def _append_history(

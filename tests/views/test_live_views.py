@@ -104,5 +104,6 @@ def test_a_query_spark_cannot_run_is_one_line_naming_the_tables(
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith("cdc-delta: error: the query cannot be run: ["), err
         assert err.endswith(
-            "(tables: db.table as merged, live.db_table and live.db_table_all fresh; see cdc-delta sql --help)"
+            "(tables: db.table as merged, live.db_table and live.db_table_all fresh, hist.db_table its versions; "
+            "see cdc-delta sql --help)"
         )
