@@ -35,7 +35,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
         when = f"source time {args.as_of}, from their history"
     if views:
         logger.info("live views, as of %s: %s", when, ", ".join(views))
-    versions = history.register_history_views(spark, config, history.named_in(args.query, tables))
+    versions = history.register_history_views(spark, config, named_in(args.query, history.HISTORY_DATABASE, tables))
     if versions:
         logger.info("history views, as merged: %s", ", ".join(versions))
     try:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -40,7 +38,7 @@ from cdc_delta.rows.archival import archived_where, check_where
 from cdc_delta.rows.dedupe import latest_per_key
 from cdc_delta.rows.schema_evolution import SchemaPlan, plan_in_order
 from cdc_delta.rows.target import TableState, apply_schema_plan, table_state
-from cdc_delta.rows.truncates import Segment, segments
+from cdc_delta.rows.truncates import segments
 from cdc_delta.rows.typed_rows import typed_rows
 
 logger = logging.getLogger(__name__)
@@ -335,9 +333,6 @@ class TableApplier:
             rows = typed_rows(landed, state.business, F.col(LANDED_AT), state.defaults, list(work.descriptors))
             return archived_where(rows, table.archival_deletes)
 
-        def typed_after(landed: DataFrame, held: int) -> DataFrame:
-            return typed(landed.where(F.col(LAND_SEQ) > held))
-
         results: list[MergeResult] = []
         for segment in segments(work.truncates, position, through):
             landed = events.where((F.col(LAND_SEQ) > segment.after) & (F.col(LAND_SEQ) <= segment.through))
@@ -346,9 +341,12 @@ class TableApplier:
                 rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
             latest: DataFrame | None = None
             try:
-                if table.history is not None:
-                    after = functools.partial(typed_after, landed)
-                    self._append_history(spark, work, position, segment, rows, after)
+                held = self._history_held(spark, work.name, position) if table.history is not None else segment.through
+                if held < segment.through:  # appended before the MERGE; a round cut otherwise after a crash
+                    # finds part of the segment held: only the landings past it
+                    changes = rows if held <= segment.after else typed(landed.where(F.col(LAND_SEQ) > held))
+                    history.append_segment(spark, self.config, work.name, changes, segment, work.truncates)
+                    self._history[work.name] = segment.through
                 latest = latest_per_key(rows, key).persist(StorageLevel.MEMORY_AND_DISK)
                 record = dataclasses.replace(work.record, land_seq=segment.through).as_operation("merge")
                 commit = Commit(merge_txn_app_id(self.config.app_id, work.name), segment.through, record)
@@ -365,30 +363,16 @@ class TableApplier:
                     rows.unpersist()
         return _combined(work.name, results)
 
-    def _append_history(
-        self,
-        spark: SparkSession,
-        work: TableChanges,
-        position: int,
-        segment: Segment,
-        rows: DataFrame,
-        rows_after: Callable[[int], DataFrame],
-    ) -> None:
-        """Append the segment to the table's history before its merge commits (:mod:`cdc_delta.history.append`):
-        ``rows`` are the segment's typed changes, ``rows_after(held)`` those landed after ``held``, for a
-        history that holds part of the segment (a round repeated after a crash cuts other segments)."""
-        name = work.name
+    def _history_held(self, spark: SparkSession, name: str, position: int) -> int:
+        """The newest landing the table's history holds (:mod:`cdc_delta.history.append`), read once; a
+        history that starts after the table (turned on for a table with rows) is seeded from its rows,
+        which hold ``position``."""
         if name not in self._history:
             self._history[name] = history.held(spark, self.config, name)
-        if self._history[name] < position:  # history turned on for a table with rows: they are its start
+        if self._history[name] < position:
             history.seed(spark, self.config, name, position)
             self._history[name] = position
-        held = self._history[name]
-        if held >= segment.through:
-            return
-        changes = rows if held <= segment.after else rows_after(held)
-        history.append_segment(spark, self.config, name, changes, segment, work.truncates)
-        self._history[name] = segment.through
+        return self._history[name]
 
 
 def _combined(table: str, results: list[MergeResult]) -> MergeResult:

@@ -4,7 +4,6 @@ tables a query names."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from delta.tables import DeltaTable
@@ -23,21 +22,6 @@ from cdc_delta.views.live import live_view_names
 HISTORY_DATABASE = "hist"
 
 
-def history_view_name(table: TableConfig) -> str:
-    """The view of the table's versions: its name with ``_`` for ``.``, in :data:`HISTORY_DATABASE`."""
-    return table.name.replace(".", "_")
-
-
-def named_in(query: str, tables: Iterable[TableConfig]) -> list[TableConfig]:
-    """The tables whose history view ``query`` names as ``hist.<view>``."""
-    out = []
-    for table in tables:
-        view = re.escape(history_view_name(table))
-        if re.search(rf"(?<![\w`]){HISTORY_DATABASE}\s*\.\s*`?{view}`?(?![\w`])", query, re.IGNORECASE):
-            out.append(table)
-    return out
-
-
 def register_history_views(spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig]) -> list[str]:
     """Make ``hist.<db>_<table>`` in the session's catalog for each of ``tables``: a view over its history
     (:func:`~cdc_delta.history.versions.versions_sql`), made again from the history's columns now.
@@ -48,9 +32,9 @@ def register_history_views(spark: SparkSession, config: AppConfig, tables: Itera
         ensure_database(spark, HISTORY_DATABASE)
         columns = spark.read.format("delta").load(path).columns
         query = versions_sql(C.delta_path_identifier(path), columns, table.row_key, settings)
-        name = f"{HISTORY_DATABASE}.{C.quote(history_view_name(table))}"
+        name = f"{HISTORY_DATABASE}.{C.quote(live_view_names(table)[0])}"
         spark.sql(f"CREATE OR REPLACE VIEW {name} AS {query}")
-        made.append(f"{HISTORY_DATABASE}.{history_view_name(table)}")
+        made.append(f"{HISTORY_DATABASE}.{live_view_names(table)[0]}")
     return made
 
 
