@@ -15,7 +15,7 @@ MERGER_PUBLIC = {"cdc_delta.merger", "cdc_delta.merger.results"}
 resume_table) and what a round did."""
 
 JOBS = ("merger", "stream", "maintenance", "snapshot", "check", "views", "cli", "demo")
-SHARED = ("events", "decode", "changelog", "rows", "delta", "kafka", "config", "connect")
+SHARED = ("events", "decode", "changelog", "rows", "delta", "kafka", "config", "connect", "consistency")
 
 
 def _imports(path: Path) -> set[str]:

@@ -56,7 +56,7 @@ def refresh(spark: SparkSession, config: AppConfig, now_ms: int) -> tuple[int, i
         return through, 0
     ts = F.coalesce(F.col("source_ts_ms"), F.unix_millis(F.col("landed_at")))
     counts = (
-        landed.where((F.col(LAND_SEQ) <= newest) & (F.col("op") != "r"))
+        landed.where((F.col(LAND_SEQ) <= newest) & (F.col("op") != "r") & F.col(TABLE).isNotNull())
         .select(F.col(TABLE), ts.alias("ts"))
         .groupBy(F.col(TABLE), (F.col("ts") - F.col("ts") % BUCKET_MS).alias("bucket_ms"))
         .agg(F.count(F.lit(1)).alias("changes"), F.max("ts").alias("last_ms"))

@@ -30,7 +30,7 @@ from cdc_delta.changelog.table import (
     schemas_schema,
 )
 from cdc_delta.config import AppConfig
-from cdc_delta.decode.decoded import field, is_row_event, is_truncate
+from cdc_delta.decode.decoded import field, is_row_event, is_transaction_end, is_truncate
 from cdc_delta.delta.commits import StreamCommit, app_commits
 from cdc_delta.delta.hold import CHANGELOG, stream_hold, wait_while_held
 from cdc_delta.delta.tables import current_version
@@ -59,14 +59,14 @@ class Landing:
 
 
 def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | None, at: dt.datetime) -> DataFrame:
-    """The changelog rows of a decoded batch (its row events and truncates), sorted by table. A row
-    event's schema id is its Connect schema's reference where its image is as Debezium wrote it, else
-    its column descriptor's (:func:`~.table.schema_id`)."""
-    image = F.when(is_row_event(), field("row_json"))
+    """The changelog rows of a decoded batch (its row events, truncates and transaction ENDs), sorted by
+    table. A row event's schema id is its Connect schema's reference where its image is as Debezium wrote
+    it, else its column descriptor's (:func:`~.table.schema_id`); an END's ``row_json`` is its counts."""
+    image = F.when(is_row_event() | is_transaction_end(), field("row_json"))
     payload = F.when(is_row_event(), field("payload"))
     descriptor = F.substring(F.sha2(field("schema_json"), 256), 1, 24)
     schema = F.when(is_row_event(), F.coalesce(field("schema_ref"), descriptor))
-    rows = decoded.where(is_row_event() | is_truncate()).select(
+    rows = decoded.where(is_row_event() | is_truncate() | is_transaction_end()).select(
         F.lit(land_seq).cast("bigint").alias(LAND_SEQ),
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.lit(epoch).cast("string").alias("epoch"),
@@ -85,6 +85,7 @@ def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | N
         payload.alias("payload"),
         F.col("key").cast("binary").alias("key"),
         F.col("timestamp").cast("timestamp").alias("kafka_timestamp"),
+        field("txn").alias("txn"),
     )
     return rows.sortWithinPartitions(TABLE, "seq")
 

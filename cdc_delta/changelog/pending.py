@@ -70,6 +70,7 @@ def changes(spark: SparkSession, config: AppConfig, bounds: Mapping[str, tuple[i
         "payload": F.col("payload"),
         "schema_ref": F.when(raw, F.col("schema_id")),
         "redacted": F.lit(None).cast("string"),
+        "txn": F.col("txn"),
     }
     assert list(fields) == decoded_schema().names
     frame = rows.select(
@@ -113,7 +114,7 @@ def landed_since(spark: SparkSession, path: str, positions: Mapping[str, int], d
     rows = (
         spark.read.format("delta")
         .load(path)
-        .where(F.col(LAND_SEQ) > low)
+        .where((F.col(LAND_SEQ) > low) & F.col(TABLE).isNotNull())  # not the transactions' ENDs
         .join(F.broadcast(known), TABLE, "left")
         .where(F.col(LAND_SEQ) > F.coalesce(F.col("_after"), F.lit(default_after)))
         .groupBy(TABLE)

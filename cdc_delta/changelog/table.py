@@ -41,6 +41,7 @@ from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import AppCommit, app_commits
 from cdc_delta.delta.tables import create_if_missing, current_version
 from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.events.transactions import TXN_DDL
 
 LAND_SEQ = "land_seq"
 TABLE = "table"
@@ -49,12 +50,14 @@ CHANGELOG_DDL = (
     f"{LAND_SEQ} bigint, batch_id bigint, epoch string, landed_at timestamp, `{TABLE}` string, op string, "
     f"seq {SEQ_DDL}, source_ts_ms bigint, source_db string, source_table string, topic string, "
     "`partition` int, `offset` bigint, row_json string, schema_id string, payload string, `key` binary, "
-    "kafka_timestamp timestamp"
+    f"kafka_timestamp timestamp, txn {TXN_DDL}"
 )
-"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image. ``payload``,
-``key`` and ``kafka_timestamp`` were added later: a changelog written before gains them
-(:func:`ensure_tables`); a reader sees them null in its rows (:func:`added_fields`)."""
-ADDED_COLUMNS = ("payload", "key", "kafka_timestamp")
+"""Truncates (op ``t``, a DROP TABLE included) are rows too, without a row image. So are the ENDs of
+source transactions (op ``x``, no table: :mod:`cdc_delta.events.transactions`), where the connector
+provides transaction metadata; ``txn`` is a change's transaction block, an END's id and event count.
+``payload``, ``key``, ``kafka_timestamp`` and ``txn`` were added later: a changelog written before gains
+them (:func:`ensure_tables`); a reader sees them null in its rows (:func:`added_fields`)."""
+ADDED_COLUMNS = ("payload", "key", "kafka_timestamp", "txn")
 SCHEMAS_DDL = "schema_id string, schema_json string"
 TABLES_DDL = (
     f"`{TABLE}` string, topic string, source_db string, source_table string, {LAND_SEQ} bigint, found_at timestamp, "

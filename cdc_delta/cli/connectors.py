@@ -81,7 +81,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print("\n".join(diff.lines()))
             new = sorted(k for k in added if k in diff.added or k in diff.changed)
             if new:
-                print(f"  (added by cdc-delta for resnapshot, the file lacks them: {', '.join(new)})")
+                print(f"  (added by cdc-delta for resnapshot and transactions, the file lacks them: {', '.join(new)})")
             new = sorted(shown_key(k) for k in masked if k in diff.added or k in diff.changed)
             if new:
                 print(f"  (added by cdc-delta for the tables' mask:, so that Kafka never holds them: {', '.join(new)})")

@@ -27,7 +27,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
     tables = indexed(spark, config).tables()
     live = named_in(args.query, LIVE_DATABASE, tables)
-    if args.as_of is None:
+    if args.consistent:
+        cut, when = _consistent_cut(spark, config)
+        views = register_live_views(spark, config, live, cut)
+    elif args.as_of is None:
         views = register_live_views(spark, config, live)
         when = "now"
     else:
@@ -50,6 +53,18 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def _consistent_cut(spark: Any, config: Any) -> tuple[Any, str]:
+    """The cut at the consistent point now, and how the log names it; QueryError where there is none."""
+    from cdc_delta.consistency.cut import consistent_cut
+    from cdc_delta.consistency.read import consistent_point
+    from cdc_delta.exceptions import QueryError
+
+    found = consistent_point(config)
+    if found.point is None or found.unavailable is not None:
+        raise QueryError(f"cannot read at a consistent point: {found.unavailable or found.line()}")
+    return consistent_cut(spark, config, found.point), found.line().removeprefix("consistent point: ")
+
+
 def add_commands(sub: Any) -> None:
     """Register this module's commands on the top-level subparsers."""
     sql = sub.add_parser(
@@ -63,23 +78,33 @@ def add_commands(sub: Any) -> None:
             "kept). A live view is made for each table the query names that way. A table with history: true "
             "also has hist.db_table, every version of every row (SCD type 2: _cdc_valid_from, _cdc_valid_to, "
             "_cdc_is_current), as merged; with --as-of, live.db_table is the table as it was at that source "
-            "time, from its history."
+            "time, from its history. With --consistent, every live view shows its table at the consistent point "
+            "(Debezium's transaction metadata on): as the source was when one transaction committed, every "
+            "transaction before it whole and none after it, across tables."
         ),
         epilog=(
             "examples:\n"
             '  cdc-delta sql --config cdc.yaml "SELECT count(*) FROM live.inventory_orders"\n'
             '  cdc-delta sql --config cdc.yaml "SELECT * FROM hist.inventory_orders WHERE id = 7"\n'
-            "  cdc-delta sql --config cdc.yaml --as-of '2026-12-01 10:00:00' \"SELECT * FROM live.inventory_orders\""
+            "  cdc-delta sql --config cdc.yaml --as-of '2026-12-01 10:00:00' \"SELECT * FROM live.inventory_orders\"\n"
+            '  cdc-delta sql --config cdc.yaml --consistent "SELECT sum(balance) FROM live.shop_accounts"'
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_argument(sql)
     sql.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
-    sql.add_argument(
+    when = sql.add_mutually_exclusive_group()
+    when.add_argument(
         "--as-of",
         metavar="TIME",
         help="live.db_table as the table was at this source time (UTC, '2026-12-01 10:00:00'), from its history "
         "(tables with history: true)",
+    )
+    when.add_argument(
+        "--consistent",
+        action="store_true",
+        help="live.db_table at the consistent point: the newest source transaction landed whole with every one "
+        "before it (needs provide.transaction.metadata; cdc-delta status shows the point)",
     )
     sql.add_argument("query", help="the SQL query")
     sql.set_defaults(func=cmd_sql)

@@ -19,6 +19,7 @@ from cdc_delta.exceptions import EXIT_ATTENTION, EXIT_UNAVAILABLE, one_line
 
 if TYPE_CHECKING:
     from cdc_delta.activity.judge import Verdict
+    from cdc_delta.consistency.point import Consistency
     from cdc_delta.delta.status import TableStatus
     from cdc_delta.kafka.gaps import Gap
     from cdc_delta.kafka.offsets import PartitionLag
@@ -45,6 +46,9 @@ class Status:
     activity: dict[str, Verdict] = dataclasses.field(default_factory=dict)
     """Per table, its recent changes against its history (:mod:`cdc_delta.activity`; empty where off)."""
     activity_unreadable: str | None = None
+    consistency: Consistency | None = None
+    """The consistent point (:mod:`cdc_delta.consistency`); None where it could not be read."""
+    consistency_unreadable: str | None = None
 
     @property
     def total_lag(self) -> int:
@@ -87,6 +91,7 @@ def read_status(config: AppConfig) -> Status:
     from cdc_delta.activity.read import verdicts
     from cdc_delta.changelog.status import landed_offsets, with_pending
     from cdc_delta.changelog.table_index import indexed_without_spark
+    from cdc_delta.consistency.read import consistent_point
     from cdc_delta.delta import repair_log
     from cdc_delta.delta.status import dead_letter_count, table_status
     from cdc_delta.exceptions import KafkaUnavailable
@@ -113,6 +118,11 @@ def read_status(config: AppConfig) -> Status:
             activity = verdicts(config, [t.table for t in tables])
         except Exception as exc:  # noqa: BLE001 (status shows the rest: the counts are a judgement, not the data)
             activity_unreadable = one_line(exc)
+    consistency, consistency_unreadable = None, None
+    try:
+        consistency = consistent_point(config)
+    except Exception as exc:  # noqa: BLE001 (status shows the rest)
+        consistency_unreadable = one_line(exc)
     return Status(
         lags,
         landed,
@@ -126,6 +136,8 @@ def read_status(config: AppConfig) -> Status:
         unreachable,
         activity,
         activity_unreadable,
+        consistency,
+        consistency_unreadable,
     )
 
 
@@ -175,6 +187,7 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
         "resnapshot_needed": sorted(status.resnapshot_needed),
         "activity": {table: dataclasses.asdict(verdict) for table, verdict in sorted(status.activity.items())},
         "activity_unreadable": status.activity_unreadable,
+        "consistent_point": _consistency_json(status),
         "leases": {
             role: None
             if holder is None
@@ -182,6 +195,19 @@ def as_json(config: AppConfig, status: Status, problems: list[str]) -> dict[str,
             for role, holder in status.holders.items()
         },
         "problems": problems,
+    }
+
+
+def _consistency_json(status: Status) -> dict[str, Any]:
+    found = status.consistency
+    if found is None:
+        return {"point": None, "unreadable": status.consistency_unreadable}
+    return {
+        "point": None if found.point is None else found.point.to_dict(),
+        "trails_s": found.trails_s(),
+        "transactions_after": found.ends_after,
+        "waiting": None if found.waiting is None else found.waiting.line(),
+        "unavailable": found.unavailable,
     }
 
 
@@ -228,6 +254,10 @@ def print_text(config: AppConfig, status: Status, problems: list[str]) -> None:
         )
     if status.activity_unreadable is not None:
         print(f"activity: not judged ({status.activity_unreadable})")
+    if status.consistency is not None:
+        print(status.consistency.line())
+    elif status.consistency_unreadable is not None:
+        print(f"consistent point: not read ({status.consistency_unreadable})")
     for role, holder in status.holders.items():
         if role == "stream" or holder is not None or not config.merge.in_stream:
             print(lease_line(config, role, holder))

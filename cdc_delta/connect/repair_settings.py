@@ -3,7 +3,9 @@ them (a setting the file gives is kept as it is): a Kafka signal channel that cd
 ``execute-snapshot`` signal on, the signal table that watermarks incremental snapshots (named where the
 connector captures one database), and a notification topic that reports the snapshot's progress. The
 topics are named ``<topic.prefix>-signal`` and ``<topic.prefix>-notifications``: outside the tables'
-``<topic.prefix>.<db>.<table>``, so a pattern over those does not take them in."""
+``<topic.prefix>.<db>.<table>``, so a pattern over those does not take them in. And Debezium's transaction
+metadata (``provide.transaction.metadata``): every change with its source transaction, and the transactions'
+ENDs on ``<topic.prefix>.transaction``, which the changelog lands (:mod:`cdc_delta.events.transactions`)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def repair_settings(name: str, config: Mapping[str, str], signal_table: str) -> 
         default("signal.data.collection", f"{databases}.{signal_table}")
     if "signal.data.collection" in config or "signal.data.collection" in add:
         default("incremental.snapshot.watermarking.strategy", "insert_delete")  # the table stays empty
+    default("provide.transaction.metadata", "true")
     default("notification.enabled.channels", "sink")
     notifications = _channels(config.get("notification.enabled.channels", add.get("notification.enabled.channels", "")))
     if "sink" in notifications:

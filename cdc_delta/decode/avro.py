@@ -36,8 +36,9 @@ def _envelope(registry_id: int, text: str, unescape_names: bool) -> AvroEnvelope
 
 def _row(decoded: Any) -> dict[str, Any]:
     row = decoded._asdict()
-    if decoded.seq is not None:
-        row["seq"] = decoded.seq._asdict()
+    for nested in ("seq", "txn"):
+        if row[nested] is not None:
+            row[nested] = row[nested]._asdict()
     return row
 
 

@@ -7,15 +7,16 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from cdc_delta.events.envelope import DEAD, OK, Decoded
+from cdc_delta.events.envelope import DEAD, OK, SKIP, Decoded
 from cdc_delta.events.ordering import SEQ_DDL
+from cdc_delta.events.transactions import TXN_DDL, TXN_END
 
 DECODED = "_decoded"
 KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 _DECODED_DDL = (
     "status string, reason string, table string, op string, source_db string, source_table string, "
     f"seq {SEQ_DDL}, source_ts_ms bigint, row_json string, schema_json string, "
-    "payload string, schema_ref string, redacted string"
+    f"payload string, schema_ref string, redacted string, txn {TXN_DDL}"
 )
 
 
@@ -41,3 +42,8 @@ def is_truncate() -> Column:
 
 def is_dead() -> Column:
     return field("status") == DEAD
+
+
+def is_transaction_end() -> Column:
+    """A source transaction's END (skipped as a change; landed as its boundary)."""
+    return (field("status") == SKIP) & (field("op") == TXN_END)

@@ -44,6 +44,7 @@ from cdc_delta.decode.decoded import KAFKA_COLUMNS, decoded_schema
 from cdc_delta.decode.images import ImageSchema, read_schema, schema_ref_column
 from cdc_delta.events.envelope import OK, SKIP, TOMBSTONE, DecodePlan, image_fields
 from cdc_delta.events.masking import unmasked, unverified
+from cdc_delta.events.transactions import TXN_DDL
 from cdc_delta.exceptions import SparkSetupError
 from cdc_delta.spark_session import JARS_DIR_ENV
 
@@ -57,7 +58,8 @@ KAFKA_KEPT = tuple(c for c in KAFKA_COLUMNS if c != "value")
 """The Kafka columns the JVM path carries: all but the value (see :func:`envelopes`)."""
 _PAYLOAD = (
     "op: STRING, source: STRUCT<db: STRING, table: STRING>, "
-    "position: STRUCT<phase: INT, gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>"
+    "position: STRUCT<phase: INT, gtid: BIGINT, file: BIGINT, pos: BIGINT, row: INT, ts_ms: BIGINT>, "
+    f"transaction: {TXN_DDL}"
 )
 _HEAD = '{"schema":'
 _NONE = "\u0001"  # stands for a missing db or table in a route key: no name holds it
@@ -332,6 +334,7 @@ def fast_decoded(env: DataFrame, landable: Landable, keep_left: bool = False) ->
         F.col(PAYLOAD_TEXT).alias("payload"),
         schema_ref_column(F.col(SCHEMA_ID)).alias("schema_ref"),
         F.lit(None).cast("string").alias("redacted"),
+        _payload("transaction").alias("txn"),
     )
     fast = F.when(F.col(TOMBSTONE_FLAG), tombstone).when(F.col(_PLAIN) & table.isNotNull(), decoded)
     return _decoded(env, fast, keep_left)

@@ -62,6 +62,9 @@ class StreamCommit:
     """``land`` (the changelog), ``merge``, or another write of the stream's to a table."""
     source: str | None = None
     """The source table (``db.table``) of a truncate."""
+    consistent: dict[str, Any] | None = None
+    """A landing's: the consistent point the stream computed after its previous landing
+    (:class:`cdc_delta.consistency.point.Point`), where a reader goes on from."""
 
     def for_table(self, table: str, events: int, max_source_ts_ms: int | None) -> StreamCommit:
         return dataclasses.replace(self, table=table, events=events, table_max_source_ts_ms=max_source_ts_ms)

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from cdc_delta.events import logical_types
-from cdc_delta.events.debezium_records import SCHEMA_CHANGE, SIGNAL, control_kind, control_ts_ms, dropped_tables
+from cdc_delta.events.debezium_records import (
+    SCHEMA_CHANGE,
+    SIGNAL,
+    TRANSACTION,
+    control_kind,
+    control_ts_ms,
+    dropped_tables,
+)
 from cdc_delta.events.masking import (
     Masks,
     Rule,
@@ -26,6 +33,7 @@ from cdc_delta.events.masking import (
 )
 from cdc_delta.events.ordering import Seq, event_seq
 from cdc_delta.events.routing import Router
+from cdc_delta.events.transactions import TXN_END, Txn, change_txn, transaction_end
 
 OPS = ("c", "u", "d", "r", "t")
 OK, SKIP, DEAD = "ok", "skip", "dead"
@@ -56,6 +64,9 @@ class Decoded(NamedTuple):
     """For a record dead-lettered because a masked column arrived unmasked: its envelope with those
     columns masked (:func:`~cdc_delta.events.masking.masked_envelope`), which the dead letter keeps instead
     of the value."""
+    txn: Txn | None = None
+    """The change's source transaction (:mod:`cdc_delta.events.transactions`); of a transaction's END
+    (skipped as a change, landed as a boundary: op ``x``, its counts in ``row_json``), its id and event count."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +219,17 @@ def _schema_change(partition: int, offset: int, message: dict[str, Any], plan: D
     return _truncate({**known, "source_ts_ms": seq.ts_ms or None}, plan, f"DROP TABLE {db}.{tbl}")
 
 
+def _transaction_marker(message: dict[str, Any]) -> Decoded:
+    """A BEGIN or END of a source transaction: skipped as a change; an END carries its id and counts, and
+    lands as the transaction's boundary."""
+    ts_ms = control_ts_ms(message)
+    end = transaction_end(message)
+    if end is None:
+        return Decoded(SKIP, TRANSACTION, source_ts_ms=ts_ms)
+    txn, counts = end
+    return Decoded(SKIP, TRANSACTION, op=TXN_END, source_ts_ms=ts_ms, row_json=counts, txn=txn)
+
+
 def _unmasked(
     schema: Any, message: dict[str, Any], image: dict[str, Any], rules: dict[str, Rule], plan: DecodePlan, **known: Any
 ) -> Decoded | None:
@@ -288,6 +310,8 @@ def decode_message(
         kind = control_kind(schema, message)
         if kind == SCHEMA_CHANGE:
             return _schema_change(partition, offset, message, plan)
+        if kind == TRANSACTION:
+            return _transaction_marker(message)
         if kind is not None:
             # Its time still tells how far the connector has got on this partition (readiness).
             return Decoded(SKIP, kind, source_ts_ms=control_ts_ms(message))
@@ -298,7 +322,7 @@ def decode_message(
     db, tbl = source.get("db"), source.get("table")
     if plan.is_signal(tbl):
         return Decoded(SKIP, SIGNAL, source_ts_ms=control_ts_ms(message))
-    known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl}
+    known: dict[str, Any] = {"op": op, "source_db": db, "source_table": tbl, "txn": change_txn(message)}
     table = plan.router.route(topic, db, tbl)
     if table is None:
         return _dead(plan.router.refusal(topic, db, tbl), **known)

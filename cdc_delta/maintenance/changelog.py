@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path, record_deleted, row_group_confs
 from cdc_delta.config import AppConfig
+from cdc_delta.consistency.read import consistent_point
 from cdc_delta.delta.hold import CHANGELOG
 from cdc_delta.maintenance import commands
 from cdc_delta.spark_session import session_confs
@@ -95,10 +96,22 @@ def maintain_changelog(
     return report
 
 
+def _point_reads_from(config: AppConfig) -> int | None:
+    """The oldest landing the consistent point and a read at it may read again (its ``scan_from``); None
+    where there is no point (no transaction metadata); 0 where it could not be read: nothing goes."""
+    try:
+        found = consistent_point(config)
+    except Exception as e:  # noqa: BLE001 (the retention keeps the changes this run, and goes on)
+        logger.warning("the changelog's retention deletes nothing this run: the consistent point was not read: %s", e)
+        return 0
+    return found.point.scan_from if found.point is not None else None
+
+
 def _delete_merged(
     spark: SparkSession, config: AppConfig, path: str, merged: dict[str, int], cutoff: dt.datetime
 ) -> int:
-    """Delete the changes each table holds that landed before ``cutoff``, in one commit (a MERGE whose
+    """Delete the changes each table holds that landed before ``cutoff`` and before what the consistent
+    point may read again, and the transaction ENDs of the landings all of them hold, in one commit (a MERGE whose
     source is the tables' merged landings); returns how many. What may go is recorded first, per table
     (:func:`~cdc_delta.changelog.table.record_deleted`: a rebuild from the changelog refuses past it)."""
     old = spark.read.format("delta").load(path).where(F.col("landed_at") < F.lit(cutoff).cast("timestamp"))
@@ -106,13 +119,20 @@ def _delete_merged(
     newest_old = found["newest"] if found is not None else None
     if newest_old is None:
         return 0
-    held = {name: min(position, int(newest_old)) for name, position in merged.items() if position >= 0}
+    # What the consistent point may read again stays: a point held by a change that has not landed keeps the
+    # ENDs and the changes a read at it needs.
+    reads_from = _point_reads_from(config)
+    limit = int(newest_old) if reads_from is None else min(int(newest_old), reads_from - 1)
+    held = {name: min(position, limit) for name, position in merged.items() if position >= 0}
+    held = {name: position for name, position in held.items() if position >= 0}
     if not held:
         return 0
     record_deleted(spark, config, held)
-    positions = spark.createDataFrame(sorted(held.items()), f"`{TABLE}` string, merged bigint")
+    # The transactions' ENDs (no table) go with the changes of the landings every table holds.
+    bounds: list[tuple[str | None, int]] = [*sorted(held.items()), (None, min(held.values()))]
+    positions = spark.createDataFrame(bounds, f"`{TABLE}` string, merged bigint")
     condition = (
-        (F.col(f"c.`{TABLE}`") == F.col(f"p.`{TABLE}`"))
+        F.col(f"c.`{TABLE}`").eqNullSafe(F.col(f"p.`{TABLE}`"))
         & (F.col(f"c.{LAND_SEQ}") <= F.col("p.merged"))
         & (F.col("c.landed_at") < F.lit(cutoff).cast("timestamp"))
     )

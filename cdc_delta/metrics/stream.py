@@ -59,6 +59,22 @@ class StreamMetrics:
             ["table"],
             registry=r,
         )
+        self.consistent_ts = Gauge(
+            "cdc_delta_consistent_point_timestamp_seconds",
+            "Source commit time of the consistent point: the newest transaction that, with every one before it, "
+            "has all its changes landed (Unix time; transaction metadata only)",
+            registry=r,
+        )
+        self.consistent_lag = Gauge(
+            "cdc_delta_consistent_point_lag_seconds",
+            "How far the consistent point trails the newest change landed, in source time",
+            registry=r,
+        )
+        self.consistent_after = Gauge(
+            "cdc_delta_consistent_point_transactions_after",
+            "Transactions whose END has landed past the consistent point (a consistent read does not show them yet)",
+            registry=r,
+        )
         self.started = Gauge("cdc_delta_start_timestamp_seconds", "When the stream started (Unix time)", registry=r)
         self.started.set(time.time())
         self.repairs = _RepairCollector(config)
@@ -99,6 +115,11 @@ class StreamMetrics:
         for table, ts_ms in result.max_source_ts_ms_by_table.items():
             newest = self._newest[table] = max(ts_ms / 1000, self._newest.get(table, 0.0))
             self.source_ts.labels(table).set(newest)
+        point = result.consistency.point if result.consistency is not None else None
+        if point is not None and point.source_ts_ms is not None and result.consistency is not None:
+            self.consistent_ts.set(point.source_ts_ms / 1000)
+            self.consistent_lag.set(max(0.0, max(self._newest.values(), default=0.0) - point.source_ts_ms / 1000))
+            self.consistent_after.set(result.consistency.ends_after)
 
     def round_begins(self) -> None:
         self.merges.round_begins()

@@ -12,8 +12,8 @@ it applied, it and those after left out, with a warning.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -51,6 +51,19 @@ class Merged:
     land_seq: int
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A read that stops short of what has landed: the changes of landings up to ``through`` that
+    ``visible`` takes (a predicate over the rows :func:`~cdc_delta.changelog.pending.changes` gives; None:
+    all of them), over each table's newest version whose merges hold no landing past ``held[table]``
+    (``through`` where the table is not named): where a merge went past what the cut shows, the version
+    before it (:mod:`cdc_delta.consistency.cut` makes one at the consistent point)."""
+
+    through: int
+    held: Mapping[str, int] = field(default_factory=dict)
+    visible: Column | None = None
+
+
 def merged_now(spark: SparkSession, config: AppConfig, table: TableConfig) -> Merged:
     """The table's current version and the landing it holds."""
     path = config.storage.table_path(table)
@@ -74,23 +87,33 @@ def merged_at(spark: SparkSession, config: AppConfig, table: TableConfig, throug
 
 
 def live_rows(
-    spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig], through: int | None = None
+    spark: SparkSession,
+    config: AppConfig,
+    tables: Iterable[TableConfig],
+    through: int | None = None,
+    cut: Cut | None = None,
 ) -> dict[str, DataFrame]:
     """Per table, its rows as of landing ``through`` (None: the newest), soft-deleted rows included:
     the merged rows (at the version that holds no landing past ``through``) overridden by the changelog
-    rows past it. Tables with neither rows nor changes are left out. The pending changes of all the
-    tables are read in one pass, here, and held as long as the rows are (a view's for its session;
-    Spark frees them when the driver collects the rows)."""
+    rows past it; with a ``cut``, as of it instead. Tables with neither rows nor changes are left out. The
+    pending changes of all the tables are read in one pass, here, and held as long as the rows are (a
+    view's for its session; Spark frees them when the driver collects the rows)."""
     wanted = list(tables)
-    merged = {
-        t.name: merged_now(spark, config, t) if through is None else merged_at(spark, config, t, through)
-        for t in wanted
-    }
+    if cut is not None:
+        through = cut.through
+
+    def merged_side(table: TableConfig) -> Merged:
+        held = through if cut is None else cut.held.get(table.name, cut.through)
+        return merged_now(spark, config, table) if held is None else merged_at(spark, config, table, held)
+
+    merged = {t.name: merged_side(t) for t in wanted}
     upper = NEWEST if through is None else through
     bounds = {name: (m.land_seq, upper) for name, m in merged.items()}
     pending, summaries = None, {}
     if DeltaTable.isDeltaTable(spark, changelog_path(config)):  # none before the stream's first batch
         pending = changes(spark, config, bounds).frame
+        if cut is not None and cut.visible is not None:
+            pending = pending.where(cut.visible)
         summaries = table_summaries(pending)
     out = {}
     for table in wanted:

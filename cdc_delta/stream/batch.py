@@ -20,11 +20,13 @@ from pyspark.sql import DataFrame
 from cdc_delta.changelog.append import Changelog, Landing
 from cdc_delta.changelog.purges import find_purges
 from cdc_delta.config import AppConfig
+from cdc_delta.consistency.read import PointKeeper
 from cdc_delta.decode.batch import decoder_for
 from cdc_delta.decode.decoded import field
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import StreamCommit, txn_app_id
 from cdc_delta.delta.dead_letters import dead_letter_rows, write_dead_letters
+from cdc_delta.events.debezium_records import TRANSACTION
 from cdc_delta.events.envelope import DEAD, OK, SKIP
 from cdc_delta.merger.results import RoundResult
 from cdc_delta.spark_session import JOB_DESCRIPTION, describe_jobs
@@ -67,6 +69,8 @@ class BatchProcessor:
         self._changelog: Changelog | None = None
         # Keeps the schemas read so far, by id: a batch reads only the schemas new to it.
         self._decode = decoder_for(config, self.plan)
+        self._point = PointKeeper(config)
+        """The consistent point, moved on after the landings that may move it."""
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         result = self.process(batch, batch_id)
@@ -99,6 +103,7 @@ class BatchProcessor:
                 offsets={t: dict(p) for t, p in stats.offsets.items()},
                 max_source_ts_ms=stats.max_source_ts_ms,
                 partition_max_source_ts_ms={t: dict(p) for t, p in stats.max_ts_by_partition.items()},
+                consistent=self._point.kept(),
             )
             steps.begin("claim")  # the pattern tables against the table index
             if self._changelog is None:
@@ -122,6 +127,10 @@ class BatchProcessor:
             if stats.by_status[DEAD]:
                 steps.begin("dead_letters")
                 self._write_dead_letters(dead_records(decoding, claims), batch_id, started)
+            consistency = self._point.now
+            if not landing.replayed:
+                steps.begin("consistent_point")
+                consistency = self._point.landed(landing.land_seq, stats.skips.get(TRANSACTION, 0))
             steps.end()
             landed_s = time.monotonic() - t0
             logger.debug("batch %d steps: %s", batch_id, steps.line())
@@ -143,6 +152,7 @@ class BatchProcessor:
                 merge=merged,
                 steps=dict(steps.seconds),
                 archived=dict(purges.archived) if purges is not None and not landing.replayed else {},
+                consistency=consistency,
             )
         finally:
             decoding.release()

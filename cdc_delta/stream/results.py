@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from cdc_delta.consistency.point import Consistency
 from cdc_delta.events.envelope import DEAD, OK, SKIP, TOMBSTONE
 from cdc_delta.merger.results import RoundResult
 
@@ -39,6 +40,9 @@ class BatchResult:
     """Seconds of each step of the landing (:class:`Steps`): where its time goes."""
     archived: dict[str, int] = dc_field(default_factory=dict)
     """Per table, the changes landed archived: a purge's deletes kept (``archival_deletes``)."""
+    consistency: Consistency | None = None
+    """The consistent point after the landing (:mod:`cdc_delta.consistency`; None: no transaction
+    metadata met yet)."""
 
     def table_counts(self) -> dict[str | None, dict[str, int]]:
         """Per table (None: records routed to no table): records ``in``, ``landed``, ``dead_lettered``

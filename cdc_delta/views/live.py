@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from cdc_delta import columns as C
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.exceptions import ConfigError
-from cdc_delta.rows.as_of import live_rows
+from cdc_delta.rows.as_of import Cut, live_rows
 
 
 def live_view_names(table: TableConfig) -> tuple[str, str]:
@@ -34,11 +34,13 @@ def named_in(query: str, database: str, tables: Iterable[TableConfig]) -> list[T
     return out
 
 
-def register_live_views(spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig]) -> list[str]:
-    """Make ``tables``' live views in the session's global temporary database, as of now: the rows of
-    each (soft-deleted ones out) and ``_all`` (kept). A view holds the versions read when it was made:
-    make it again to see later changes. Returns the views made (a table with neither rows nor changes
-    has none)."""
+def register_live_views(
+    spark: SparkSession, config: AppConfig, tables: Iterable[TableConfig], cut: Cut | None = None
+) -> list[str]:
+    """Make ``tables``' live views in the session's global temporary database, as of now (or as of
+    ``cut``: :mod:`cdc_delta.consistency.cut`): the rows of each (soft-deleted ones out) and ``_all``
+    (kept). A view holds the versions read when it was made: make it again to see later changes. Returns
+    the views made (a table with neither rows nor changes has none)."""
     wanted = list(tables)
     seen: dict[str, str] = {}
     for table in wanted:
@@ -51,7 +53,7 @@ def register_live_views(spark: SparkSession, config: AppConfig, tables: Iterable
     database = spark.conf.get("spark.sql.globalTempDatabase")
     made = []
     by_name = {t.name: t for t in wanted}
-    for name, rows in live_rows(spark, config, wanted).items():
+    for name, rows in live_rows(spark, config, wanted, cut=cut).items():
         view, view_all = live_view_names(by_name[name])
         rows.createOrReplaceGlobalTempView(view_all)
         rows.where(~F.col(C.DELETED)).createOrReplaceGlobalTempView(view)

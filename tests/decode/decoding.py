@@ -35,11 +35,12 @@ def plan_for(tables: list[dict[str, Any]]) -> DecodePlan:
 
 
 def reference_decoded(records: list[Record], plan: DecodePlan) -> list[dict[str, Any]]:
-    """The reference decoder's Decoded of each record, as a dict (``seq`` too)."""
+    """The reference decoder's Decoded of each record, as a dict (``seq`` and ``txn`` too)."""
     out = []
     for topic, partition, offset, _key, value in records:
         reference = decode_record(topic, partition, offset, value, plan)._asdict()
-        reference["seq"] = reference["seq"]._asdict() if reference["seq"] is not None else None
+        for nested in ("seq", "txn"):
+            reference[nested] = reference[nested]._asdict() if reference[nested] is not None else None
         out.append(reference)
     return out
 

@@ -425,6 +425,54 @@ def test_source_positions_the_reader_orders_as_the_reference_and_those_it_leaves
     assert fast_share(spark, records, plan) == len(taken) / len(records)
 
 
+def with_transaction(i: int, block: Any) -> bytes:
+    """``edge_value(i)`` with Debezium's transaction block ``block`` (MISSING: none)."""
+
+    def change(text: str) -> str:
+        payload = json.loads(text)
+        if block is not MISSING:
+            payload["transaction"] = block
+        return json.dumps(payload, separators=COMPACT)
+
+    return with_payload(i, change)
+
+
+def test_transaction_blocks_the_reader_reads_as_the_reference_and_those_it_leaves(spark: Any) -> None:
+    """A change's transaction block (``provide.transaction.metadata``) is read by the reader where it is
+    as Debezium writes it (or null, or absent); one it does not read exactly goes to the reference, which
+    lands the change without a transaction. Every one decodes as the reference does."""
+    block = {"id": "0-1-30", "total_order": 2, "data_collection_order": 1}
+    taken = [
+        with_transaction(0, block),
+        with_transaction(1, None),
+        with_transaction(2, MISSING),
+        with_transaction(3, {**block, "id": "mysql-bin.000003:1234", "extra": [1, {"a": 2}]}),
+        with_transaction(4, {**block, "total_order": 2**63 - 1}),
+    ]
+    left = [
+        with_transaction(5, {**block, "id": 7}),
+        with_transaction(6, {**block, "total_order": 0}),
+        with_transaction(7, {**block, "total_order": 1.0}),
+        with_transaction(8, {**block, "data_collection_order": "1"}),
+        with_transaction(9, {"id": "0-1-30", "total_order": 1}),
+        with_transaction(10, {**block, "total_order": 2**63}),
+        with_transaction(11, "0-1-30"),
+    ]
+    records: list[Record] = [("srv.db.edge", 0, i, b"k", v) for i, v in enumerate(taken + left)]
+    plan = plan_for(EDGE_PLAN)
+    pairs = decoded_both_ways(spark, records, plan)
+    assert_same(pairs)
+    assert [jvm["txn"] for jvm, _ in pairs] == [
+        block,
+        None,
+        None,
+        {**block, "id": "mysql-bin.000003:1234"},
+        {**block, "total_order": 2**63 - 1},
+        *[None] * len(left),
+    ]
+    assert fast_share(spark, records, plan) == len(taken) / len(records)
+
+
 def test_a_canonical_function_the_jvm_cannot_load_says_how_to_build_it(spark: Any, monkeypatch: Any) -> None:
     from cdc_delta.decode import canonical
     from cdc_delta.exceptions import SparkSetupError

@@ -7,6 +7,7 @@ the Connect worker, and in the snapshot."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import time
 import zoneinfo
@@ -21,6 +22,7 @@ from cdc_delta import columns as C
 from cdc_delta.changelog.status import pending_changes
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import FreshViewsConfig, load_config
+from cdc_delta.consistency.read import consistent_point, taken_by
 from cdc_delta.delta.tables import STOPPED_REASON_PROPERTY
 from cdc_delta.history.append import history_path
 from cdc_delta.history.check import check_history
@@ -91,6 +93,37 @@ def assert_history_follows_the_source(spark: SparkSession, pipe: Pipeline, confi
     assert [g[3] for g in got[1:]] == [*HISTORY_AT[1:], None], got
     checks = check_history(spark, cfg, catalog.tables())
     assert len(checks) > 5 and all(c.ok for c in checks), "\n".join(c.line() for c in checks)
+
+
+def assert_every_transaction_landed_whole(spark: SparkSession, pipe: Pipeline, config: Path) -> None:
+    """With transaction metadata on: every binlog change landed with its transaction; every END the
+    connector wrote landed, its count per table the lake takes equal to the distinct changes landed; and
+    once caught up, the consistent point is the newest END, nothing waiting."""
+    cfg = load_config(config, env={})
+    landed = spark.read.format("delta").load(cfg.changelog.located(cfg.storage.root))
+    binlog = landed.where((F.col("seq.phase") == 1) & F.col("op").isin("c", "u", "d") & (F.col("seq.row") >= 0))
+    assert binlog.where(F.col("txn").isNull()).count() == 0
+    changes = (
+        binlog.groupBy(F.col("txn.id").alias("id"), F.concat_ws(".", "source_db", "source_table").alias("collection"))
+        .agg(F.count_distinct("txn.total_order").alias("landed"))
+        .collect()
+    )
+    have = {(r["id"], r["collection"]): r["landed"] for r in changes}
+    ends = landed.where(F.col("op") == "x").select("txn.id", "topic", "offset", "row_json").collect()
+    assert len({r["id"] for r in ends}) >= 10  # the workload's transactions
+    taken = taken_by(cfg)
+    short = [
+        (r["id"], collection, have.get((r["id"], collection), 0), n)
+        for r in ends
+        for collection, n in json.loads(r["row_json"]).items()
+        if taken(r["topic"].removesuffix(".transaction"), collection) and have.get((r["id"], collection), 0) != n
+    ]
+    assert short == []
+    assert {txn for txn, _ in have} <= {r["id"] for r in ends}  # every transaction with changes has its END
+    found = consistent_point(cfg)
+    newest = max(ends, key=lambda r: r["offset"])
+    assert found.unavailable is None and found.waiting is None and found.ends_after == 0, found.line()
+    assert found.point is not None and found.point.txn_id == newest["id"], found.line()
 
 
 def assert_live_views_equal_source(spark: SparkSession, pipe: Pipeline, config: Path) -> None:
@@ -200,6 +233,7 @@ def test_mariadb_to_delta_equals_select_star_then_the_nightly_snapshot_does_too(
     assert_lake_equals_source(spark, pipe, config, "the binlog workload")
     assert_deleted_keys_are_soft_deleted(spark, pipe, config)
     assert_history_follows_the_source(spark, pipe, config)
+    assert_every_transaction_landed_whole(spark, pipe, config)
     assert "Traceback" not in log, log[-3000:]
 
     # The nightly snapshot of today, run after midnight (the clock), every partition quiet since: the

@@ -14,6 +14,7 @@ import pytest
 from cdc_delta.config import parse_config
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.events.envelope import DEAD, OK, SKIP, Decoded, decode_record
+from cdc_delta.events.transactions import Txn
 
 CAPTURE = Path(__file__).parent / "debezium" / "mariadb-3.5.0.jsonl"
 RECORDS = [json.loads(line) for line in CAPTURE.read_text(encoding="utf-8").splitlines()]
@@ -128,3 +129,15 @@ def test_drop_table_soft_deletes_like_a_truncate() -> None:
     d = decoded(27)  # DROP TABLE `e2e`.`temp`, from the binlog
     assert (d.status, d.op, d.table, d.source_db, d.source_table) == (OK, "t", "e2e.temp", "e2e", "temp")
     assert d.seq is not None and d.seq.file == 3 and d.seq.pos == 7733
+
+
+def test_changes_land_with_their_transaction_and_an_end_with_its_counts() -> None:
+    """With ``provide.transaction.metadata``: the three inserts of one transaction carry its id and their
+    order; its END (here an empty transaction's) lands as a boundary; a BEGIN is only skipped."""
+    blocks = [decoded(i).txn for i in (16, 17, 18)]
+    assert blocks == [Txn("0-1-30", n, n) for n in (1, 2, 3)]
+    assert decoded(15).txn is None  # the connector wrote no block on this one
+    begin, end = decoded(29), decoded(30)
+    assert (begin.op, begin.txn) == (None, None)
+    assert (end.status, end.reason, end.op, end.row_json) == (SKIP, "transaction marker", "x", "{}")
+    assert end.txn == Txn("0-1-29", 0, None) and end.source_ts_ms == 1795448045000

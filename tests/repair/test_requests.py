@@ -30,10 +30,16 @@ def test_apply_adds_what_resnapshot_needs_and_keeps_what_the_file_gives() -> Non
         "signal.kafka.groupId": "inv-signal",
         "signal.data.collection": "inventory.debezium_signal",
         "incremental.snapshot.watermarking.strategy": "insert_delete",
+        "provide.transaction.metadata": "true",
         "notification.enabled.channels": "sink",
         "notification.sink.topic.name": "dbserver1-notifications",
     }
-    own = {**BASE, "signal.enabled.channels": "source", "notification.enabled.channels": "log"}
+    own = {
+        **BASE,
+        "signal.enabled.channels": "source",
+        "notification.enabled.channels": "log",
+        "provide.transaction.metadata": "false",  # the file's own choice is kept
+    }
     assert repair_settings("inv", own, "debezium_signal") == {
         "signal.data.collection": "inventory.debezium_signal",
         "incremental.snapshot.watermarking.strategy": "insert_delete",

@@ -41,9 +41,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>The row of a shaped record: {@code head_bytes} (the head's length in bytes), {@code schema_id},
  * {@code first_of_schema} (whether it is the first record of its schema id with a payload that this
  * reader read in its task, {@link #firstInTask}), {@code payload_text} (null where the payload is not
- * valid UTF-8), and {@code payload}: {@code op}, {@code source} (db and table, as text) and
- * {@code position} (the ordering key's source fields, see {@link #position}), null where the reader does
- * not read it exactly. The images ({@code before}, {@code after}) must be objects, and are read where
+ * valid UTF-8), and {@code payload}: {@code op}, {@code source} (db and table, as text),
+ * {@code position} (the ordering key's source fields, see {@link #position}) and {@code transaction}
+ * (Debezium's transaction block, see {@link #transaction}), null where the reader does not read it
+ * exactly. The images ({@code before}, {@code after}) must be objects, and are read where
  * they are made canonical ({@link CanonicalImage}). Null for any other record and for a null value (a
  * tombstone).
  */
@@ -197,6 +198,7 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       }
       String op = null;
       Row source = null;
+      Row transaction = null;
       String[] sourceValues = null;
       JsonToken token;
       while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
@@ -230,6 +232,16 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
               return null;
             }
             break;
+          case "transaction":
+            if (token == JsonToken.START_OBJECT) {
+              transaction = transaction(parser);
+              if (transaction == null) {
+                return null;
+              }
+            } else if (token != JsonToken.VALUE_NULL) {
+              return null;
+            }
+            break;
           default:
             parser.skipChildren();
         }
@@ -237,10 +249,46 @@ public final class EnvelopeReader implements UDF1<byte[], Row> {
       if (token != JsonToken.END_OBJECT || parser.nextToken() != null) {
         return null;
       }
-      return RowFactory.create(op, source, sourceValues == null ? null : position(sourceValues, op));
+      Row at = sourceValues == null ? null : position(sourceValues, op);
+      return RowFactory.create(op, source, at, transaction);
     } catch (IOException e) {
       return null; // not strict JSON (or past Jackson's limits): the reference decoder says why
     }
+  }
+
+  /**
+   * id, total_order and data_collection_order of a transaction block, as {@code
+   * cdc_delta.events.transactions.change_txn} reads them; null (the reference decides, and reads the
+   * change as having no transaction) where the id is not text or an order not a positive integer that
+   * fits a long.
+   */
+  private static Row transaction(JsonParser parser) throws IOException {
+    String id = null;
+    Long total = null;
+    Long perTable = null;
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.currentName();
+      JsonToken token = parser.nextToken();
+      if (name.equals("id")) {
+        if (token != JsonToken.VALUE_STRING) {
+          return null;
+        }
+        id = parser.getText();
+      } else if (name.equals("total_order") || name.equals("data_collection_order")) {
+        Long order = token == JsonToken.VALUE_NUMBER_INT ? integer(parser.getText()) : null;
+        if (order == null || order <= 0) {
+          return null;
+        }
+        if (name.equals("total_order")) {
+          total = order;
+        } else {
+          perTable = order;
+        }
+      } else {
+        parser.skipChildren();
+      }
+    }
+    return id == null || total == null || perTable == null ? null : RowFactory.create(id, total, perTable);
   }
 
   /**

@@ -1,0 +1,1 @@
+"""Reads consistent across tables: the consistent point of source transactions (:mod:`.point`)."""

@@ -1,0 +1,48 @@
+"""A read at the consistent point (:mod:`.point`): every table as the source was when the point's
+transaction committed, never half of a transaction.
+
+The changes read are those landed up to the point's landing (:attr:`~.point.Point.through`) that belong to
+a transaction up to the point: a change landed before the point's :attr:`~.point.Point.scan_from` (every
+transaction past the point landed its changes from there on), one whose transaction's END is among the
+ENDs the point passed, and one without a transaction that waits for nothing (a snapshot read, a
+truncate). Each table is read at its newest Delta version whose merges hold no landing with a change the
+cut leaves out (Delta time travel, where a merge went past the point), overridden by those changes past
+it (:class:`cdc_delta.rows.as_of.Cut`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path
+from cdc_delta.config import AppConfig
+from cdc_delta.consistency.point import Point
+from cdc_delta.events.transactions import TXN_END
+from cdc_delta.rows.as_of import Cut
+
+
+def visible(point: Point, passed: list[str], txn: Column, op: Column) -> Column:
+    """Whether a changelog row (its landing, transaction block and op) is read at ``point``, whose passed
+    ENDs since its ``scan_from`` have the ids ``passed``."""
+    landing = F.col(LAND_SEQ)
+    waits_for_nothing = txn.isNull() | (op == "t")
+    return (landing <= point.through) & (
+        (landing < point.scan_from) | waits_for_nothing | txn.getField("id").isin(passed)
+    )
+
+
+def consistent_cut(spark: SparkSession, config: AppConfig, point: Point) -> Cut:
+    """The cut at ``point``: which changes are read, and per table the newest landing its merged version
+    may hold. Two small jobs over the landings from the point's ``scan_from``."""
+    landed = spark.read.format("delta").load(changelog_path(config))
+    window = landed.where(F.col(LAND_SEQ) >= point.scan_from)
+    offset = -1 if point.offset is None else point.offset
+    ends = window.where((F.col("op") == TXN_END) & (F.col(LAND_SEQ) <= point.through) & (F.col("offset") <= offset))
+    passed = sorted({r["id"] for r in ends.select(F.col("txn.id").alias("id")).collect()})
+    shown = visible(point, passed, F.col("txn"), F.col("op"))
+    first_left_out = (
+        window.where(F.col(TABLE).isNotNull() & ~shown).groupBy(TABLE).agg(F.min(LAND_SEQ).alias("first")).collect()
+    )
+    held = {r[TABLE]: min(int(r["first"]) - 1, point.through) for r in first_left_out}
+    return Cut(point.through, held, visible(point, passed, F.col("_decoded.txn"), F.col("_decoded.op")))

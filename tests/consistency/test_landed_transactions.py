@@ -1,0 +1,119 @@
+"""Transaction metadata through the stream: every change lands with its transaction, every END lands as
+a boundary row, the stream moves the consistent point on after its landings and keeps it in the next
+landing's record, and a reader (``status``: delta-rs, no Spark) goes on from there. The boundaries change
+no table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_delta.config import parse_config
+from cdc_delta.consistency.cut import consistent_cut
+from cdc_delta.consistency.point import Point
+from cdc_delta.consistency.read import consistent_point
+from cdc_delta.demo.batches import kafka_frame
+from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.rows.as_of import live_rows
+from tests.batches import merging_processor
+from tests.delta_rows import read_canonical
+
+pytestmark = pytest.mark.spark
+
+ITEMS = SourceTable("inventory", "items", (Column("id", "int64"), Column("qty", "int32")))
+LEDGER = SourceTable("inventory", "ledger", (Column("id", "int64"), Column("qty", "int32")))
+UNTAKEN = "inventory.audit"  # captured by the connector, not by this lake: never waited for
+COMPACT = (",", ":")
+
+
+def change(table: SourceTable, offset: int, row_id: int, txn: str, order: int, pos: int) -> tuple:
+    value = envelope(
+        table, "c", None, {"id": row_id, "qty": row_id}, pos=pos, gtid=txn, ts_ms=1_000 * pos, server="srv"
+    )
+    value["payload"]["transaction"] = {"id": txn, "total_order": order, "data_collection_order": 1}
+    # Written as the JsonConverter writes it: the JVM reads the block.
+    return (f"srv.{table.db}.{table.table}", 0, offset, b"k", json.dumps(value, separators=COMPACT).encode())
+
+
+def marker(offset: int, status: str, txn: str, counts: dict[str, int] | None = None) -> tuple:
+    value: dict[str, Any] = {"status": status, "id": txn, "ts_ms": 5_000 + offset, "event_count": None}
+    if counts is not None:
+        value["event_count"] = sum(counts.values())
+        value["data_collections"] = [{"data_collection": c, "event_count": n} for c, n in counts.items()]
+    return ("srv.transaction", 0, offset, b"k", json.dumps(value).encode())
+
+
+def live_ids(spark: Any, config: Any, point: Point | None = None) -> dict[str, list[int]]:
+    """Per table, the ids of its live rows: now, or at ``point``."""
+    cut = None if point is None else consistent_cut(spark, config, point)
+    rows = live_rows(spark, config, config.listed_tables, cut=cut)
+    return {name: sorted(r["id"] for r in frame.where("NOT _cdc_deleted").collect()) for name, frame in rows.items()}
+
+
+def test_transactions_land_and_the_point_waits_for_the_whole_of_one(spark: Any, tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "app_id": "t",
+            "storage": {"root": str(tmp_path)},
+            "tables": [
+                {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
+                {"name": "inventory.ledger", "topics": ["srv.inventory.ledger"], "key": ["id"]},
+            ],
+            "merge": {"max_delay_seconds": 0},
+        }
+    )
+    processor = merging_processor(spark, config)
+    first = processor.process(
+        kafka_frame(
+            spark,
+            [
+                change(ITEMS, 0, 1, "0-1-5", 1, 100),
+                change(LEDGER, 0, 1, "0-1-5", 2, 110),
+                change(ITEMS, 1, 2, "0-1-6", 1, 200),  # the transaction's ledger change is late
+                marker(0, "BEGIN", "0-1-5"),
+                marker(1, "END", "0-1-5", {"inventory.items": 1, "inventory.ledger": 1, UNTAKEN: 3}),
+                marker(2, "BEGIN", "0-1-6"),
+                marker(3, "END", "0-1-6", {"inventory.items": 1, "inventory.ledger": 1}),
+            ],
+        ),
+        0,
+    )
+    assert first.skips == {"transaction marker": 4} and first.landed == 3
+    landed = spark.read.format("delta").load(config.changelog.located(config.storage.root))
+    rows = {(r["op"], r["table"], r["txn"]["id"], r["txn"]["total_order"]) for r in landed.collect()}
+    assert rows == {
+        ("c", "inventory.items", "0-1-5", 1),
+        ("c", "inventory.ledger", "0-1-5", 2),
+        ("c", "inventory.items", "0-1-6", 1),
+        ("x", None, "0-1-5", 5),
+        ("x", None, "0-1-6", 2),
+    }
+    ends = landed.where("op = 'x'").select("row_json", "topic", "offset").collect()
+    assert sorted((r["offset"], json.loads(r["row_json"])) for r in ends) == [
+        (1, {"inventory.audit": 3, "inventory.items": 1, "inventory.ledger": 1}),
+        (3, {"inventory.items": 1, "inventory.ledger": 1}),
+    ]
+    found = first.consistency
+    assert found is not None and found.point is not None and found.point.txn_id == "0-1-5"
+    assert found.ends_after == 1 and found.waiting is not None
+    assert found.waiting.missing == {"inventory.ledger": (0, 1)}
+    # Merged and read plainly, the tables hold half of 0-1-6; at the point, neither half: the items table
+    # is read from before its merge of landing 0, with 0-1-5's change of it.
+    assert live_ids(spark, config) == {"inventory.items": [1, 2], "inventory.ledger": [1]}
+    assert live_ids(spark, config, found.point) == {"inventory.items": [1], "inventory.ledger": [1]}
+
+    second = processor.process(kafka_frame(spark, [change(LEDGER, 1, 2, "0-1-6", 2, 210)]), 1)
+    assert second.consistency is not None and second.consistency.point is not None
+    assert (second.consistency.point.txn_id, second.consistency.ends_after) == ("0-1-6", 0)
+    # A reader with no point of its own goes on from the one landing 1 keeps (the point after landing 0).
+    read = consistent_point(config)
+    assert read.point == second.consistency.point and read.waiting is None
+    assert read.newest_source_ts_ms == 210_000 and read.trails_s() == pytest.approx(210 - 5.003)
+    assert live_ids(spark, config, read.point) == {"inventory.items": [1, 2], "inventory.ledger": [1, 2]}
+    # The boundaries changed no table.
+    for name in ("inventory.items", "inventory.ledger"):
+        table = read_canonical(spark, config.storage.table_path(config.table(name)))[1]
+        assert sorted((r["id"], r["_cdc_deleted"]) for r in table) == [(1, False), (2, False)]

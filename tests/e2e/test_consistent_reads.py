@@ -1,0 +1,203 @@
+"""Reads consistent across tables, with real components: MariaDB -> Debezium 3.5 (the project's connector
+file, transaction metadata on) -> Kafka -> ``cdc-delta stream`` (a process, running throughout, a few
+records a batch so that landings cut transactions and merges go past them) -> Delta.
+
+A writer moves amounts from accounts to the ledger and opens accounts with a ledger row, each in one
+transaction over two tables, and inserts into a third table on its own, the whole time. While it runs,
+every read at the consistent point keeps the invariants (balances plus ledger amounts constant, every
+ledger row's account present), and plain reads of the same tables, in the same test, break them at least
+once: the property is needed, not only held. Once the writer stops, the point reaches the source's last
+transaction, and a read there equals ``SELECT *``."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import SparkSession
+
+from cdc_delta.changelog.table_index import indexed_without_spark
+from cdc_delta.config import AppConfig, load_config
+from cdc_delta.consistency.cut import consistent_cut
+from cdc_delta.consistency.read import consistent_point
+from cdc_delta.rows.as_of import live_rows
+from tests.e2e.pipeline import Pipeline
+from tests.services import ConnectWorker, MariaDB, StreamProcess, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+DB = "tx"
+ACCOUNTS = 20
+OPENING = 1_000
+TOTAL = ACCOUNTS * OPENING
+
+
+def setup_sql(db: str) -> list[str]:
+    opening = ", ".join(f"({i}, {OPENING})" for i in range(1, ACCOUNTS + 1))
+    return [
+        f"CREATE DATABASE {db}",
+        f"CREATE TABLE {db}.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
+        f"INSERT INTO {db}.accounts VALUES {opening}",
+        f"CREATE TABLE {db}.ledger (id INT AUTO_INCREMENT PRIMARY KEY, account_id INT NOT NULL, "
+        "amount BIGINT NOT NULL)",
+        f"CREATE TABLE {db}.events (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(40))",
+        f"CREATE TABLE {db}.marker (id INT PRIMARY KEY)",
+    ]
+
+
+class Writer:
+    """Transactions over accounts and ledger (and single inserts into events), as fast as they commit."""
+
+    def __init__(self, pipe: Pipeline) -> None:
+        self.pipe = pipe
+        self.stop = threading.Event()
+        self.rng = random.Random(11)
+        self.transactions = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        conn = self.pipe.mariadb.connect()
+        db, opened = self.pipe.db, ACCOUNTS
+        try:
+            with conn.cursor() as cur:
+                while not self.stop.is_set():
+                    kind = self.rng.random()
+                    if kind < 0.15:
+                        cur.execute(f"INSERT INTO {db}.events (what) VALUES ('tick')")
+                        continue
+                    conn.begin()
+                    if kind < 0.35:  # open an account, its ledger row first
+                        opened += 1
+                        cur.execute(f"INSERT INTO {db}.ledger (account_id, amount) VALUES ({opened}, 0)")
+                        cur.execute(f"INSERT INTO {db}.accounts VALUES ({opened}, 0)")
+                    else:  # move an amount from an account to the ledger
+                        account, amount = self.rng.randint(1, ACCOUNTS), self.rng.randint(1, 9)
+                        cur.execute(f"UPDATE {db}.accounts SET balance = balance - {amount} WHERE id = {account}")
+                        cur.execute(f"INSERT INTO {db}.ledger (account_id, amount) VALUES ({account}, {amount})")
+                    conn.commit()
+                    self.transactions += 1
+                    time.sleep(0.02)
+        finally:
+            conn.close()
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+def write_config(pipe: Pipeline) -> Path:
+    data: dict[str, Any] = {
+        "app_id": f"e2e-{pipe.db}",
+        "kafka": {
+            "bootstrap_servers": pipe.kafka,
+            "topic_pattern": rf"^{pipe.prefix}(\..*)?$",  # the transaction topic too
+            "starting_offsets": "earliest",
+            "max_offsets_per_trigger": 7,  # landings cut transactions
+        },
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
+        "storage": {"root": str(pipe.folder / "lake")},
+        "trigger_interval": "1 second",
+        "merge": {"max_delay_seconds": 0},  # merges go past the point
+        "tables": [{"name": "{db}.{table}", "topic_pattern": rf"{pipe.prefix}\.{pipe.db}\.[^.]+"}],
+    }
+    path = pipe.folder / "cdc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def read(spark: SparkSession, config: AppConfig, consistent: bool) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Accounts (id -> balance) and ledger rows (account, amount), live: now, or at the consistent point."""
+    cut = None
+    if consistent:
+        found = consistent_point(config)
+        assert found.point is not None and found.unavailable is None, found.line()
+        cut = consistent_cut(spark, config, found.point)
+    wanted = {f"{DB}.accounts", f"{DB}.ledger"}
+    tables = [t for t in indexed_without_spark(config).tables() if t.name in wanted]
+    rows = live_rows(spark, config, tables, cut=cut)
+
+    def live(name: str) -> list[Any]:
+        frame = rows.get(f"{DB}.{name}")
+        return [] if frame is None else frame.where("NOT _cdc_deleted").collect()
+
+    accounts = {r["id"]: r["balance"] for r in live("accounts")}
+    ledger = [(r["account_id"], r["amount"]) for r in live("ledger")]
+    return accounts, ledger
+
+
+def source_rows(mariadb: MariaDB, query: str) -> list[tuple[Any, ...]]:
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def broken(accounts: dict[int, int], ledger: list[tuple[int, int]]) -> list[str]:
+    """The invariants a read breaks."""
+    out = []
+    total = sum(accounts.values()) + sum(amount for _, amount in ledger)
+    if total != TOTAL:
+        out.append(f"balances and ledger sum to {total}, not {TOTAL}")
+    orphans = sorted({account for account, _ in ledger} - set(accounts))
+    if orphans:
+        out.append(f"ledger rows of accounts not there: {orphans[:5]}")
+    return out
+
+
+def test_reads_at_the_consistent_point_never_show_half_a_transaction(
+    spark: SparkSession, kafka_bootstrap: str, mariadb: MariaDB, connect_worker: ConnectWorker, tmp_path: Path
+) -> None:
+    pipe = Pipeline(DB, tmp_path, kafka_bootstrap, mariadb, connect_worker, server_id=5403)  # type: ignore[arg-type]
+    pipe.sql(setup_sql(pipe.db))
+    pipe.register()  # the project's connector file: provide.transaction.metadata true
+    pipe.mark(1)
+    config_path = write_config(pipe)
+    config = load_config(config_path, env={})
+    stream = StreamProcess(config_path, tmp_path / "stream.log")
+    stream.start()
+    try:
+        wait_for(lambda: len(read(spark, config, consistent=False)[0]) == ACCOUNTS, 240, "the accounts' snapshot")
+        plain_breaks, points = [], []
+        with Writer(pipe) as writer:
+            wait_for(lambda: writer.transactions > 50, 60, "the writer's first transactions")
+            for _ in range(8):
+                plain = broken(*read(spark, config, consistent=False))
+                if plain:
+                    plain_breaks.append(plain)
+                at_point = read(spark, config, consistent=True)
+                assert broken(*at_point) == [], at_point
+                points.append(consistent_point(config).point)
+        assert plain_breaks, "no plain read showed half a transaction: the test does not prove the point matters"
+        assert len({p.txn_id for p in points if p is not None}) > 1  # the point moved on while the writer ran
+
+        # Once the writer stops, the point reaches the source's last transaction; a read there is SELECT *.
+        pipe.mark(2)
+        last = source_rows(mariadb, "SELECT @@gtid_binlog_pos")[0][0]
+
+        def at_last() -> bool:
+            found = consistent_point(config)
+            return found.point is not None and found.point.txn_id == last
+
+        wait_for(at_last, 240, f"the consistent point at the source's last transaction {last}")
+        accounts, ledger = read(spark, config, consistent=True)
+        assert accounts == {int(i): int(b) for i, b in source_rows(mariadb, f"SELECT id, balance FROM {DB}.accounts")}
+        assert sorted(ledger) == sorted(
+            (int(a), int(m)) for a, m in source_rows(mariadb, f"SELECT account_id, amount FROM {DB}.ledger")
+        )
+        assert broken(accounts, ledger) == []
+    finally:
+        if stream.proc is not None and stream.proc.poll() is None:
+            stream.proc.terminate()
+            stream.proc.wait(timeout=120)
