@@ -33,6 +33,7 @@ import json
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from cdc_delta import hadoop_fs
@@ -139,6 +140,17 @@ def latest_version(spark: SparkSession, path: str) -> int | None:
         return None
     DeltaTable.forPath(spark, path)  # brings this process's view of the log up to date
     return current_version(spark, path)
+
+
+def newest_land_seq(spark: SparkSession, config: AppConfig) -> int:
+    """The newest landing the changelog holds now (-1: none). A reader of "everything landed" bounds its
+    reads by it: a DataFrame over a Delta table reads the table's newest version at each action, so two
+    actions over one DataFrame would otherwise see two different sets of landings while the stream lands."""
+    path = changelog_path(config)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return -1
+    found = spark.read.format("delta").load(path).agg(F.max(LAND_SEQ)).first()
+    return -1 if found is None or found[0] is None else int(found[0])
 
 
 HISTORY_LIMIT = 20_000

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.changelog.pending import LANDED_AT, TableSummary, changes, table_summaries
-from cdc_delta.changelog.table import LAND_SEQ, changelog_path
+from cdc_delta.changelog.table import LAND_SEQ, changelog_path, newest_land_seq
 from cdc_delta.config import AppConfig, TableConfig
 from cdc_delta.decode.decoded import is_row_event
 from cdc_delta.delta.commits import app_commits, merged_through
@@ -37,9 +37,6 @@ from cdc_delta.rows.typed import typed_literal
 from cdc_delta.rows.typed_rows import typed_rows
 
 logger = logging.getLogger(__name__)
-
-NEWEST = 2**62
-"""A landing number above every landing: "up to the newest"."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,8 @@ def live_rows(
         return merged_now(spark, config, table) if held is None else merged_at(spark, config, table, held)
 
     merged = {t.name: merged_side(t) for t in wanted}
-    upper = NEWEST if through is None else through
+    # Everything landed now, not at each action: the stream may land meanwhile (:func:`newest_land_seq`).
+    upper = newest_land_seq(spark, config) if through is None else through
     bounds = {name: (m.land_seq, upper) for name, m in merged.items()}
     pending, summaries = None, {}
     if DeltaTable.isDeltaTable(spark, changelog_path(config)):  # none before the stream's first batch
