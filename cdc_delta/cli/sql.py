@@ -22,14 +22,17 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from cdc_delta.views.live import named_in, register_live_views
 
     config = load_config(args.config)
+    point = _consistent_point(config) if args.consistent else None  # refused before Spark starts
     spark = spark_for(config, {"spark.sql.globalTempDatabase": LIVE_DATABASE})
     names = register_delta_tables(spark, config)
     logger.info("merged tables: %s", ", ".join(names) or "(none created yet)")
     tables = indexed(spark, config).tables()
     live = named_in(args.query, LIVE_DATABASE, tables)
-    if args.consistent:
-        cut, when = _consistent_cut(spark, config)
-        views = register_live_views(spark, config, live, cut)
+    if point is not None:
+        from cdc_delta.consistency.cut import consistent_cut
+
+        at, when = point
+        views = register_live_views(spark, config, live, consistent_cut(spark, config, at))
     elif args.as_of is None:
         views = register_live_views(spark, config, live)
         when = "now"
@@ -53,16 +56,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
-def _consistent_cut(spark: Any, config: Any) -> tuple[Any, str]:
-    """The cut at the consistent point now, and how the log names it; QueryError where there is none."""
-    from cdc_delta.consistency.cut import consistent_cut
+def _consistent_point(config: Any) -> tuple[Any, str]:
+    """The consistent point now, and how the log names it; QueryError, saying why, where there is none."""
     from cdc_delta.consistency.read import consistent_point
     from cdc_delta.exceptions import QueryError
 
     found = consistent_point(config)
     if found.point is None or found.unavailable is not None:
         raise QueryError(f"cannot read at a consistent point: {found.unavailable or found.line()}")
-    return consistent_cut(spark, config, found.point), found.line().removeprefix("consistent point: ")
+    return found.point, found.line().removeprefix("consistent point: ")
 
 
 def add_commands(sub: Any) -> None:

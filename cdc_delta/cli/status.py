@@ -1,6 +1,7 @@
 """``cdc-delta status``: where the stream is (lag per partition, the newest landing), where each table
-is (merged, pending, merge lag, rows, stopped, silent or jumped against its history), and the dead
-letters; as text or JSON, and an exit code a supervisor or a probe can act on."""
+is (merged, pending, merge lag, rows, stopped, silent or jumped against its history), the consistent
+point of source transactions (:mod:`cdc_delta.consistency`), and the dead letters; as text or JSON, and
+an exit code a supervisor or a probe can act on."""
 
 from __future__ import annotations
 
@@ -275,7 +276,8 @@ def add_commands(sub: Any) -> None:
     """Register ``status`` on the top-level subparsers."""
     status = sub.add_parser(
         "status",
-        help="lag per partition; per table merged, pending, merge lag, rows, stopped, silent; dead letters",
+        help="lag per partition; per table merged, pending, merge lag, rows, stopped, silent; the consistent "
+        "point; dead letters",
         description=(
             "Reads the broker (end and committed offsets) and the Delta logs (no Spark session). Exit codes: 0 "
             f"all well; {EXIT_ATTENTION} a table is stopped or unreadable, a gap in Kafka, a table needing a "

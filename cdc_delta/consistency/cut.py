@@ -3,8 +3,8 @@ transaction committed, never half of a transaction.
 
 The changes read are those landed up to the point's landing (:attr:`~.point.Point.through`) that belong to
 a transaction up to the point: a change landed before the point's :attr:`~.point.Point.scan_from` (every
-transaction past the point landed its changes from there on), one whose transaction's END is among the
-ENDs the point passed, and one without a transaction that waits for nothing (a snapshot read, a
+transaction past the point landed its changes from there on), one of a transaction the point passed
+(:func:`~.point.passed_ids`), and one without a transaction that waits for nothing (a snapshot read, a
 truncate). Each table is read at its newest Delta version whose merges hold no landing with a change the
 cut leaves out (Delta time travel, where a merge went past the point), overridden by those changes past
 it (:class:`cdc_delta.rows.as_of.Cut`).
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta.changelog.table import LAND_SEQ, TABLE, changelog_path
 from cdc_delta.config import AppConfig
-from cdc_delta.consistency.point import Point
+from cdc_delta.consistency.point import Point, passed_ids
 from cdc_delta.events.transactions import TXN_END
 from cdc_delta.rows.as_of import Cut
 
@@ -37,9 +37,15 @@ def consistent_cut(spark: SparkSession, config: AppConfig, point: Point) -> Cut:
     may hold. Two small jobs over the landings from the point's ``scan_from``."""
     landed = spark.read.format("delta").load(changelog_path(config))
     window = landed.where(F.col(LAND_SEQ) >= point.scan_from)
-    offset = -1 if point.offset is None else point.offset
-    ends = window.where((F.col("op") == TXN_END) & (F.col(LAND_SEQ) <= point.through) & (F.col("offset") <= offset))
-    passed = sorted({r["id"] for r in ends.select(F.col("txn.id").alias("id")).collect()})
+    within = window.where(F.col(LAND_SEQ) <= point.through)
+    ends = {
+        r["id"]: r["offset"]
+        for r in within.where(F.col("op") == TXN_END).select(F.col("txn.id").alias("id"), "offset").collect()
+    }
+    txn_ids = [
+        r["id"] for r in within.where(F.col("op") != TXN_END).select(F.col("txn.id").alias("id")).distinct().collect()
+    ]
+    passed = sorted(passed_ids(point, ends, (i for i in txn_ids if i is not None)))
     shown = visible(point, passed, F.col("txn"), F.col("op"))
     first_left_out = (
         window.where(F.col(TABLE).isNotNull() & ~shown).groupBy(TABLE).agg(F.min(LAND_SEQ).alias("first")).collect()

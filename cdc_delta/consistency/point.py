@@ -28,7 +28,7 @@ import dataclasses
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,6 +225,24 @@ def advance(
         passed,
         len(rest),
     )
+
+
+def passed_ids(point: Point, ends: Mapping[str, int], txn_ids: Iterable[str]) -> set[str]:
+    """Of ``txn_ids`` (the transactions of changes landed from the point's ``scan_from`` through its
+    ``through``), those at or before the point: their END is among ``ends`` (id -> offset on the
+    transaction topic, of the ENDs landed in those landings) at or before the point's, or their id ranks
+    at or before the point's (a transaction passed whose END landed before ``scan_from``, while a change
+    of it landed after)."""
+    if point.txn_id is None:
+        return set()
+    out = set()
+    for txn_id in txn_ids:
+        offset = ends.get(txn_id)
+        if (offset is not None and point.offset is not None and offset <= point.offset) or at_or_before(
+            txn_id, point.txn_id
+        ):
+            out.add(txn_id)
+    return out
 
 
 def parse_counts(text: str | None) -> dict[str, int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,8 @@ from cdc_delta.exceptions import one_line
 logger = logging.getLogger(__name__)
 
 TRANSACTION_TOPIC_SUFFIX = ".transaction"
+PACE = 5
+"""The stream spends at most a fifth of its time moving the consistent point on."""
 LANDINGS_DEPTH = 500
 """Landings read back for the newest point a landing's record keeps."""
 
@@ -84,31 +87,41 @@ def consistent_point(config: AppConfig, previous: Point | None = None) -> Consis
 
 
 class PointKeeper:
-    """The stream's consistent point, moved on after each landing that may move it (it landed ENDs, or
-    ENDs wait past the point), from the changelog it keeps open (read again incrementally)."""
+    """The stream's consistent point, moved on after the landings that may move it (they landed ENDs, or
+    ENDs wait past the point), from the changelog it keeps open (read again incrementally). Not sooner than
+    :data:`PACE` times the time the last one took after it: a point held by a missing change reads more
+    landings each time, and the stream must not slow down for it."""
 
-    def __init__(self, config: AppConfig) -> None:
+    def __init__(self, config: AppConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.now: Consistency | None = None
         self._changelog: Any = None
+        self._clock = clock
+        self._next_at = 0.0
+        self._waiting = False
+        """ENDs landed that it has not walked yet."""
 
     def landed(self, land_seq: int, ends: int) -> Consistency | None:
-        """After landing ``land_seq``, which held ``ends`` transaction ENDs."""
-        if not ends and (self.now is None or not self.now.ends_after):
-            return self.now
-        if self._changelog is None:
-            self._changelog = open_table(self.config, self.config.changelog.located(self.config.storage.root))
-            previous = None if self._changelog is None else newest_landing(self._changelog, self.config.app_id)[1]
-        else:
-            self._changelog.update_incremental()
-            previous = self.now.point if self.now is not None else None
-        if self._changelog is None:
+        """After landing ``land_seq``, which held ``ends`` transaction markers."""
+        self._waiting = self._waiting or ends > 0 or (self.now is not None and self.now.ends_after > 0)
+        started = self._clock()
+        if not self._waiting or started < self._next_at:
             return self.now
         try:
-            self.now = point_after(self.config, self._changelog, previous, land_seq)
-        except Exception as e:  # noqa: BLE001 (the landing stands; the point moves on after the next one)
+            if self._changelog is None:
+                self._changelog = open_table(self.config, self.config.changelog.located(self.config.storage.root))
+                previous = None if self._changelog is None else newest_landing(self._changelog, self.config.app_id)[1]
+            else:
+                self._changelog.update_incremental()
+                previous = self.now.point if self.now is not None else None
+            if self._changelog is not None:
+                self.now = point_after(self.config, self._changelog, previous, land_seq)
+                self._waiting = False
+        except Exception as e:  # noqa: BLE001 (the landing stands; the point moves on after a later one)
             logger.warning("the consistent point was not moved on after landing %d: %s", land_seq, one_line(e))
             self._changelog = None
+        took = self._clock() - started
+        self._next_at = started + PACE * took
         return self.now
 
     def kept(self) -> dict[str, Any] | None:

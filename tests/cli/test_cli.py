@@ -324,3 +324,29 @@ def test_an_unexpected_failure_is_one_line_exit_1_and_its_trace_is_for_verbose(
     )
     (logged,) = [r for r in caplog.records if r.exc_info]  # what -v prints: the trace, at debug level
     assert logged.levelno == logging.DEBUG and logged.exc_info[0] is JavaError  # type: ignore[index]
+
+
+def test_a_consistent_read_without_transaction_metadata_is_one_line_before_spark_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No changelog yet, then a changelog with no transaction END (metadata off): refused, saying how to turn
+    it on, exit 2, no Spark."""
+    import pyarrow as pa
+    from deltalake import CommitProperties, write_deltalake
+
+    config = _config(tmp_path)
+    assert main(["sql", "--config", str(config), "--consistent", "SELECT 1"]) == 2
+    assert "cannot read at a consistent point: no changelog yet" in capsys.readouterr().err
+    changelog = tmp_path / "lake" / "_cdc_changelog"
+    landing = '{"app_id": "nowhere", "batch_id": 0, "land_seq": 0, "operation": "land"}'
+    txn = pa.array([None], pa.struct([("id", pa.string()), ("total_order", pa.int64())]))
+    text, number = pa.array(["x"]), pa.array([0], pa.int64())
+    columns = {"land_seq": number, "op": pa.array(["c"]), "table": text, "source_db": text, "source_table": text}
+    columns |= {"topic": text, "partition": pa.array([0], pa.int32()), "offset": number, "source_ts_ms": number}
+    rows = pa.table({**columns, "row_json": text, "txn": txn})
+    write_deltalake(str(changelog), rows, commit_properties=CommitProperties(custom_metadata={"userMetadata": landing}))
+    assert main(["sql", "--config", str(config), "--consistent", "SELECT 1"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read at a consistent point: no source transaction's END has landed: turn on" in err, err
+    assert "provide.transaction.metadata" in err and "<topic.prefix>.transaction" in err
+    assert "SparkSession" not in err

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from cdc_delta.consistency.point import End, Point, advance, at_or_before, txn_rank
+from cdc_delta.consistency.point import End, Point, advance, at_or_before, passed_ids, txn_rank
 
 TABLES = ("shop.accounts", "shop.ledger", "shop.audit", "shop.untaken")
 TAKEN = set(TABLES) - {"shop.untaken"}
@@ -101,6 +101,31 @@ def window(rows: list[Row], start: int, through: int) -> tuple[list[End], dict[t
     return ends, {k: (len(v), first[k]) for k, v in orders.items()}
 
 
+def visible(rows: list[Row], point: Point) -> set[tuple[str, str, int]]:
+    """The changes a read at ``point`` shows, by the product's rule: those landed before its scan_from, and
+    from there through its landing, those of the transactions it passed."""
+    window = [r for r in rows if point.scan_from <= r.land_seq <= point.through]
+    ends = {r.end.txn_id: r.end.offset for r in window if r.end is not None}
+    passed = passed_ids(point, ends, {r.change[0] for r in window if r.change is not None})
+    return {
+        r.change
+        for r in rows
+        if r.change is not None
+        and r.land_seq <= point.through
+        and (r.land_seq < point.scan_from or r.change[0] in passed)
+    }
+
+
+def changes_up_to(rows: list[Row], point: Point) -> set[tuple[str, str, int]]:
+    """The model: every change landed of a transaction at or before the point (GTID 0-1-k: k in order)."""
+    last = 0 if point.txn_id is None else int(point.txn_id.split("-")[-1])
+    return {
+        r.change
+        for r in rows
+        if r.change is not None and r.land_seq <= point.through and int(r.change[0].split("-")[-1]) <= last
+    }
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_the_point_is_the_newest_whole_run_of_transactions(seed: int) -> None:
     rng = random.Random(seed)
@@ -113,6 +138,7 @@ def test_the_point_is_the_newest_whole_run_of_transactions(seed: int) -> None:
         assert found.unavailable is None and found.point is not None
         assert found.point.txn_id == expected(txns, rows, through), (seed, through)
         previous = found.point
+        assert visible(rows, previous) == changes_up_to(rows, previous), (seed, through)
         # A reader with no point of its own, from the changelog's start, finds the same.
         ends, landed = window(rows, 0, through)
         assert advance(None, ends, landed, lambda c: c in TAKEN, through).point == previous

@@ -11,9 +11,6 @@ transaction, and a read there equals ``SELECT *``."""
 
 from __future__ import annotations
 
-import random
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from cdc_delta.consistency.cut import consistent_cut
 from cdc_delta.consistency.read import consistent_point
 from cdc_delta.rows.as_of import live_rows
 from tests.e2e.pipeline import Pipeline
+from tests.e2e.writer import BackgroundWriter
 from tests.services import ConnectWorker, MariaDB, StreamProcess, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -50,58 +48,43 @@ def setup_sql(db: str) -> list[str]:
     ]
 
 
-class Writer:
-    """Transactions over accounts and ledger (and single inserts into events), as fast as they commit."""
+class Writer(BackgroundWriter):
+    """Transactions over accounts and ledger (and single inserts into events), five a second (the catch-up
+    after them is short): a transfer between two accounts with its fee to the ledger (two account rows, one
+    ledger row), an account opened with its ledger row first."""
 
     def __init__(self, pipe: Pipeline) -> None:
-        self.pipe = pipe
-        self.stop = threading.Event()
-        self.rng = random.Random(11)
-        self.transactions = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__(pipe, seed=11, pause=0.2)
+        self.opened = ACCOUNTS
 
-    def _run(self) -> None:
-        conn = self.pipe.mariadb.connect()
-        db, opened = self.pipe.db, ACCOUNTS
-        try:
-            with conn.cursor() as cur:
-                while not self.stop.is_set():
-                    kind = self.rng.random()
-                    if kind < 0.15:
-                        cur.execute(f"INSERT INTO {db}.events (what) VALUES ('tick')")
-                        continue
-                    conn.begin()
-                    if kind < 0.35:  # open an account, its ledger row first
-                        opened += 1
-                        cur.execute(f"INSERT INTO {db}.ledger (account_id, amount) VALUES ({opened}, 0)")
-                        cur.execute(f"INSERT INTO {db}.accounts VALUES ({opened}, 0)")
-                    else:  # move an amount from an account to the ledger
-                        account, amount = self.rng.randint(1, ACCOUNTS), self.rng.randint(1, 9)
-                        cur.execute(f"UPDATE {db}.accounts SET balance = balance - {amount} WHERE id = {account}")
-                        cur.execute(f"INSERT INTO {db}.ledger (account_id, amount) VALUES ({account}, {amount})")
-                    conn.commit()
-                    self.transactions += 1
-                    time.sleep(0.02)
-        finally:
-            conn.close()
-
-    def __enter__(self) -> Writer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(timeout=30)
+    def write(self, conn: Any, cur: Any) -> None:
+        kind = self.rng.random()
+        if kind < 0.15:
+            cur.execute(f"INSERT INTO {DB}.events (what) VALUES ('tick')")
+            return
+        conn.begin()
+        if kind < 0.35:
+            self.opened += 1
+            cur.execute(f"INSERT INTO {DB}.ledger (account_id, amount) VALUES ({self.opened}, 0)")
+            cur.execute(f"INSERT INTO {DB}.accounts VALUES ({self.opened}, 0)")
+        else:
+            payer, payee = self.rng.sample(range(1, ACCOUNTS + 1), 2)
+            amount, fee = self.rng.randint(1, 50), self.rng.randint(1, 3)
+            cur.execute(f"UPDATE {DB}.accounts SET balance = balance - {amount + fee} WHERE id = {payer}")
+            cur.execute(f"UPDATE {DB}.accounts SET balance = balance + {amount} WHERE id = {payee}")
+            cur.execute(f"INSERT INTO {DB}.ledger (account_id, amount) VALUES ({payer}, {fee})")
+        conn.commit()
 
 
-def write_config(pipe: Pipeline) -> Path:
+def write_config(pipe: Pipeline, per_batch: int | None, name: str) -> Path:
+    """``per_batch``: records a micro-batch reads at most (a few: landings cut transactions)."""
     data: dict[str, Any] = {
         "app_id": f"e2e-{pipe.db}",
         "kafka": {
             "bootstrap_servers": pipe.kafka,
             "topic_pattern": rf"^{pipe.prefix}(\..*)?$",  # the transaction topic too
             "starting_offsets": "earliest",
-            "max_offsets_per_trigger": 7,  # landings cut transactions
+            "max_offsets_per_trigger": per_batch,
         },
         "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": {"spark.ui.enabled": "false"}},
         "storage": {"root": str(pipe.folder / "lake")},
@@ -109,7 +92,7 @@ def write_config(pipe: Pipeline) -> Path:
         "merge": {"max_delay_seconds": 0},  # merges go past the point
         "tables": [{"name": "{db}.{table}", "topic_pattern": rf"{pipe.prefix}\.{pipe.db}\.[^.]+"}],
     }
-    path = pipe.folder / "cdc.yaml"
+    path = pipe.folder / name
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -163,16 +146,18 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
     pipe.sql(setup_sql(pipe.db))
     pipe.register()  # the project's connector file: provide.transaction.metadata true
     pipe.mark(1)
-    config_path = write_config(pipe)
+    config_path = write_config(pipe, 10, "cdc.yaml")
     config = load_config(config_path, env={})
     stream = StreamProcess(config_path, tmp_path / "stream.log")
-    stream.start()
+    proc = stream.start()
     try:
         wait_for(lambda: len(read(spark, config, consistent=False)[0]) == ACCOUNTS, 240, "the accounts' snapshot")
         plain_breaks, points = [], []
         with Writer(pipe) as writer:
-            wait_for(lambda: writer.transactions > 50, 60, "the writer's first transactions")
-            for _ in range(8):
+            wait_for(lambda: writer.writes > 30, 60, "the writer's first transactions")
+            for n in range(8):  # until a plain read has broken, and three reads at the point at least
+                if plain_breaks and n >= 3:
+                    break
                 plain = broken(*read(spark, config, consistent=False))
                 if plain:
                     plain_breaks.append(plain)
@@ -183,14 +168,18 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
         assert len({p.txn_id for p in points if p is not None}) > 1  # the point moved on while the writer ran
 
         # Once the writer stops, the point reaches the source's last transaction; a read there is SELECT *.
+        proc.terminate()  # stops after its batch
+        proc.wait(timeout=120)
         pipe.mark(2)
         last = source_rows(mariadb, "SELECT @@gtid_binlog_pos")[0][0]
+        catch_up = StreamProcess(write_config(pipe, None, "catch-up.yaml"), tmp_path / "catch-up.log")
+        assert catch_up.run_until_caught_up() == 0, catch_up.log.read_text()[-3000:]
 
         def at_last() -> bool:
             found = consistent_point(config)
             return found.point is not None and found.point.txn_id == last
 
-        wait_for(at_last, 240, f"the consistent point at the source's last transaction {last}")
+        assert at_last(), (last, consistent_point(config).line())
         accounts, ledger = read(spark, config, consistent=True)
         assert accounts == {int(i): int(b) for i, b in source_rows(mariadb, f"SELECT id, balance FROM {DB}.accounts")}
         assert sorted(ledger) == sorted(
@@ -198,6 +187,6 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
         )
         assert broken(accounts, ledger) == []
     finally:
-        if stream.proc is not None and stream.proc.poll() is None:
-            stream.proc.terminate()
-            stream.proc.wait(timeout=120)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=120)

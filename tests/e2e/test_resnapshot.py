@@ -10,8 +10,6 @@ unmasked changes dead-lettered masked, and a re-snapshot brings the rows masked.
 from __future__ import annotations
 
 import hashlib
-import random
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +29,7 @@ from cdc_delta.connect.files import ConnectorFile
 from cdc_delta.connect.masking_settings import with_masking
 from cdc_delta.retry import retry_on_conflict
 from tests.e2e.pipeline import LakeTable, Pipeline
+from tests.e2e.writer import BackgroundWriter
 from tests.services import ConnectWorker, MariaDB, StreamProcess, cdc_delta, cdc_delta_here, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -91,43 +90,23 @@ def write_config(pipe: Pipeline) -> Path:
     return path
 
 
-class Writer:
+class Writer(BackgroundWriter):
     """Writes to the source's orders the whole time: updates, inserts, deletes, a few a second."""
 
     def __init__(self, pipe: Pipeline) -> None:
-        self.pipe = pipe
-        self.stop = threading.Event()
-        self.rng = random.Random(7)
-        self.writes = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__(pipe, seed=7, pause=0.1)
+        self.next_id = 1000
 
-    def _run(self) -> None:
-        conn = self.pipe.mariadb.connect()
-        next_id = 1000
-        try:
-            with conn.cursor() as cur:
-                db = self.pipe.db
-                while not self.stop.is_set():
-                    kind, key = self.rng.random(), self.rng.randint(1, 300)
-                    if kind < 0.7:
-                        cur.execute(f"UPDATE {db}.orders SET amount = amount + 1, status = 'paid' WHERE id = {key}")
-                    elif kind < 0.9:
-                        next_id += 1
-                        cur.execute(f"INSERT INTO {db}.orders VALUES ({next_id}, 9.99, 'new', 'written meanwhile')")
-                    else:
-                        cur.execute(f"DELETE FROM {db}.orders WHERE id = {key}")
-                    self.writes += 1
-                    time.sleep(0.1)
-        finally:
-            conn.close()
-
-    def __enter__(self) -> Writer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(timeout=30)
+    def write(self, conn: Any, cur: Any) -> None:
+        db = self.pipe.db
+        kind, key = self.rng.random(), self.rng.randint(1, 300)
+        if kind < 0.7:
+            cur.execute(f"UPDATE {db}.orders SET amount = amount + 1, status = 'paid' WHERE id = {key}")
+        elif kind < 0.9:
+            self.next_id += 1
+            cur.execute(f"INSERT INTO {db}.orders VALUES ({self.next_id}, 9.99, 'new', 'written meanwhile')")
+        else:
+            cur.execute(f"DELETE FROM {db}.orders WHERE id = {key}")
 
 
 def damage(spark: SparkSession, path: str) -> None:
