@@ -118,11 +118,12 @@ def schema_id(schema_json: str) -> str:
 
 def ensure_tables(spark: SparkSession, config: AppConfig) -> None:
     """Create the changelog, its schemas table and its table index where they do not exist yet; add the
-    changelog's later columns to one written before them."""
+    changelog's later columns to one written before them. The changelog last: a reader that finds it finds
+    the other two (a live view made while a stream first started failed on a schemas table not there yet)."""
     for path, schema in (
-        (changelog_path(config), changelog_schema()),
         (schemas_path(config), schemas_schema()),
         (tables_path(config), tables_schema()),
+        (changelog_path(config), changelog_schema()),
     ):
         if not DeltaTable.isDeltaTable(spark, path):
             create_if_missing(spark, path, schema)  # a stream and a merger starting at once both try
