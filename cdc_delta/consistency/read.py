@@ -92,11 +92,10 @@ class PointKeeper:
     :data:`PACE` times the time the last one took after it: a point held by a missing change reads more
     landings each time, and the stream must not slow down for it."""
 
-    def __init__(self, config: AppConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: AppConfig) -> None:
         self.config = config
         self.now: Consistency | None = None
         self._changelog: Any = None
-        self._clock = clock
         self._next_at = 0.0
         self._waiting = False
         """ENDs landed that it has not walked yet."""
@@ -104,7 +103,7 @@ class PointKeeper:
     def landed(self, land_seq: int, ends: int) -> Consistency | None:
         """After landing ``land_seq``, which held ``ends`` transaction markers."""
         self._waiting = self._waiting or ends > 0 or (self.now is not None and self.now.ends_after > 0)
-        started = self._clock()
+        started = time.monotonic()
         if not self._waiting or started < self._next_at:
             return self.now
         try:
@@ -120,7 +119,7 @@ class PointKeeper:
         except Exception as e:  # noqa: BLE001 (the landing stands; the point moves on after a later one)
             logger.warning("the consistent point was not moved on after landing %d: %s", land_seq, one_line(e))
             self._changelog = None
-        took = self._clock() - started
+        took = time.monotonic() - started
         self._next_at = started + PACE * took
         return self.now
 
