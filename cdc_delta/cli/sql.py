@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_delta.cli.common import add_config_argument, logger, spark_for
-from cdc_delta.config import load_config
+from cdc_delta.config import AppConfig, load_config
 from cdc_delta.metastore import register_delta_tables
+
+if TYPE_CHECKING:
+    from cdc_delta.consistency.point import Point
 
 LIVE_DATABASE = "live"
 """Where ``cdc-delta sql`` makes the live views (Spark's global temporary database)."""
@@ -56,7 +59,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
-def _consistent_point(config: Any) -> tuple[Any, str]:
+def _consistent_point(config: AppConfig) -> tuple[Point, str]:
     """The consistent point now, and how the log names it; QueryError, saying why, where there is none."""
     from cdc_delta.consistency.read import consistent_point
     from cdc_delta.exceptions import QueryError

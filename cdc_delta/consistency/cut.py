@@ -38,14 +38,16 @@ def consistent_cut(spark: SparkSession, config: AppConfig, point: Point) -> Cut:
     landed = spark.read.format("delta").load(changelog_path(config))
     window = landed.where(F.col(LAND_SEQ) >= point.scan_from)
     within = window.where(F.col(LAND_SEQ) <= point.through)
-    ends = {
-        r["id"]: r["offset"]
-        for r in within.where(F.col("op") == TXN_END).select(F.col("txn.id").alias("id"), "offset").collect()
-    }
-    txn_ids = [
-        r["id"] for r in within.where(F.col("op") != TXN_END).select(F.col("txn.id").alias("id")).distinct().collect()
-    ]
-    passed = sorted(passed_ids(point, ends, (i for i in txn_ids if i is not None)))
+    # One job: each END's id and offset, and each transaction id of the changes (offset null).
+    end = F.col("op") == TXN_END
+    found = (
+        within.where(F.col("txn").isNotNull())
+        .select(end.alias("end"), F.col("txn.id").alias("id"), F.when(end, F.col("offset")).alias("offset"))
+        .distinct()
+        .collect()
+    )
+    ends = {r["id"]: r["offset"] for r in found if r["end"]}
+    passed = sorted(passed_ids(point, ends, {r["id"] for r in found if not r["end"]}))
     shown = visible(point, passed, F.col("txn"), F.col("op"))
     first_left_out = (
         window.where(F.col(TABLE).isNotNull() & ~shown).groupBy(TABLE).agg(F.min(LAND_SEQ).alias("first")).collect()

@@ -115,7 +115,6 @@ class Waiting:
     """The first transaction past the point: what it still lacks."""
 
     txn_id: str
-    source_ts_ms: int | None
     missing: dict[str, tuple[int, int]]
     """Per data collection: (changes landed, changes its END counts)."""
 
@@ -131,8 +130,6 @@ class Consistency:
     point: Point | None
     """None: it cannot be computed (:attr:`unavailable` says why)."""
     waiting: Waiting | None = None
-    passed: int = 0
-    """Transactions the point moved past in this computation."""
     ends_after: int = 0
     """ENDs landed past the point (transactions a consistent read does not show yet)."""
     unavailable: str | None = None
@@ -186,10 +183,8 @@ def advance(
             "is unknown: give the transaction topic one partition, and one connector to each app",
         )
     point = previous or Point(None, None, None, None, None, newest, 0)
-    after = sorted(
-        (e for e in ends if point.offset is None or e.offset > point.offset),
-        key=lambda e: e.offset,
-    )
+    start = point.offset
+    after = sorted((e for e in ends if start is None or e.offset > start), key=lambda e: e.offset)
     seen: set[str] = set()
     fresh = []
     for e in after:
@@ -200,17 +195,15 @@ def advance(
     passed = 0
     waiting = None
     for e in fresh:
-        missing = {
-            c: (landed.get((e.txn_id, c), (0, 0))[0], n)
-            for c, n in e.counts.items()
-            if n > 0 and taken(c) and landed.get((e.txn_id, c), (0, 0))[0] < n
-        }
+        have = {c: landed.get((e.txn_id, c), (0, 0))[0] for c in e.counts}
+        missing = {c: (have[c], n) for c, n in e.counts.items() if n > 0 and taken(c) and have[c] < n}
         if missing:
-            waiting = Waiting(e.txn_id, e.source_ts_ms, missing)
+            waiting = Waiting(e.txn_id, missing)
             break
         point = Point(e.txn_id, e.topic, e.partition, e.offset, e.source_ts_ms, newest, point.scan_from)
         passed += 1
-    done = {e.txn_id for e in fresh[:passed]} | {e.txn_id for e in ends if e not in after}
+    # Passed: those of this walk, and those at or before the point it started from.
+    done = {e.txn_id for e in fresh[:passed]} | {e.txn_id for e in ends if start is not None and e.offset <= start}
     rest = fresh[passed:]
     later = [e.land_seq for e in rest]
     later += [
@@ -222,7 +215,6 @@ def advance(
     return Consistency(
         dataclasses.replace(point, through=newest, scan_from=max(scan_from, point.scan_from)),
         waiting,
-        passed,
         len(rest),
     )
 

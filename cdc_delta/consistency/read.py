@@ -24,16 +24,16 @@ logger = logging.getLogger(__name__)
 TRANSACTION_TOPIC_SUFFIX = ".transaction"
 PACE = 5
 """The stream spends at most a fifth of its time moving the consistent point on."""
+RECENT_DEPTH = 20
 LANDINGS_DEPTH = 500
-"""Landings read back for the newest point a landing's record keeps."""
+"""Commits read back for the newest point a landing's record keeps: the recent ones first, then more."""
 
 
-def no_metadata(config: AppConfig) -> str:
-    return (
-        "no source transaction's END has landed: turn on provide.transaction.metadata in the connector "
-        "(`cdc-delta connectors apply` sets it where the file leaves it out) and subscribe the stream to "
-        "<topic.prefix>.transaction (kafka.topics or kafka.topic_pattern)"
-    )
+NO_METADATA = (
+    "no source transaction's END has landed: turn on provide.transaction.metadata in the connector "
+    "(`cdc-delta connectors apply` sets it where the file leaves it out) and subscribe the stream to "
+    "<topic.prefix>.transaction (kafka.topics or kafka.topic_pattern)"
+)
 
 
 def taken_by(config: AppConfig) -> Callable[[str, str], bool]:
@@ -55,22 +55,26 @@ def taken_by(config: AppConfig) -> Callable[[str, str], bool]:
 
 def newest_landing(changelog: Any, app_id: str) -> tuple[int | None, Point | None, int | None]:
     """The newest landing among the changelog's recent commits, the newest point a landing keeps, and the
-    newest landing's newest source time."""
-    newest: int | None = None
-    newest_ts: int | None = None
-    kept: Point | None = None
-    for entry in changelog.history(LANDINGS_DEPTH):  # newest first
-        commit = parse_commit(
-            entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
-        )
-        if commit is None or commit.record.operation != "land" or commit.record.land_seq is None:
-            continue
-        if newest is None:
-            newest, newest_ts = commit.record.land_seq, commit.record.max_source_ts_ms
-        kept = Point.from_dict(commit.record.consistent)
-        if kept is not None:
+    newest landing's newest source time. The newest commits first: the newest landing keeps a point where
+    the stream computed one after the landing before."""
+    for depth in (RECENT_DEPTH, LANDINGS_DEPTH):
+        newest: int | None = None
+        newest_ts: int | None = None
+        entries = changelog.history(depth)  # newest first
+        for entry in entries:
+            commit = parse_commit(
+                entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
+            )
+            if commit is None or commit.record.operation != "land" or commit.record.land_seq is None:
+                continue
+            if newest is None:
+                newest, newest_ts = commit.record.land_seq, commit.record.max_source_ts_ms
+            kept = Point.from_dict(commit.record.consistent)
+            if kept is not None:
+                return newest, kept, newest_ts
+        if len(entries) < depth:  # that was the whole log
             break
-    return newest, kept, newest_ts
+    return newest, None, newest_ts
 
 
 def consistent_point(config: AppConfig, previous: Point | None = None) -> Consistency:
@@ -136,7 +140,7 @@ def point_after(config: AppConfig, changelog: Any, previous: Point | None, newes
 
     dataset = changelog.to_pyarrow_dataset()
     if "txn" not in dataset.schema.names:
-        return Consistency(None, unavailable=no_metadata(config))
+        return Consistency(None, unavailable=NO_METADATA)
     start = 0 if previous is None else previous.scan_from
     window = (ds.field(LAND_SEQ) >= start) & (ds.field(LAND_SEQ) <= newest)
     found = read(
@@ -158,7 +162,7 @@ def point_after(config: AppConfig, changelog: Any, previous: Point | None, newes
         if r["txn"] is not None
     ]
     if not ends and (previous is None or previous.txn_id is None):
-        return Consistency(previous, unavailable=no_metadata(config))
+        return Consistency(previous, unavailable=NO_METADATA)
     # A truncate's transaction has no END (nor has a DDL's): it waits for nothing, and nothing waits for it.
     changes = read(
         dataset,

@@ -123,8 +123,7 @@ def _delete_merged(
     # ENDs and the changes a read at it needs.
     reads_from = _point_reads_from(config)
     limit = int(newest_old) if reads_from is None else min(int(newest_old), reads_from - 1)
-    held = {name: min(position, limit) for name, position in merged.items() if position >= 0}
-    held = {name: position for name, position in held.items() if position >= 0}
+    held = {name: min(position, limit) for name, position in merged.items() if min(position, limit) >= 0}
     if not held:
         return 0
     record_deleted(spark, config, held)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import random
 import threading
 import time
@@ -10,7 +11,7 @@ from typing import Any
 from tests.e2e.pipeline import Pipeline
 
 
-class BackgroundWriter:
+class BackgroundWriter(abc.ABC):
     """Calls :meth:`write` over one connection the whole time, ``pause`` seconds apart; counts the writes."""
 
     def __init__(self, pipe: Pipeline, seed: int, pause: float) -> None:
@@ -21,9 +22,9 @@ class BackgroundWriter:
         self.writes = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
 
+    @abc.abstractmethod
     def write(self, conn: Any, cur: Any) -> None:
         """One write (a statement, or a transaction over ``conn``)."""
-        raise NotImplementedError
 
     def _run(self) -> None:
         conn = self.pipe.mariadb.connect()
