@@ -143,9 +143,10 @@ def sorted_arrow_rows(table: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
 
 
-def duckdb_table(path: str) -> Any:
-    """The Delta table at ``path`` as DuckDB reads it (its delta extension, loaded from the
-    ``duckdb-extension-delta`` package: extensions.duckdb.org is out of reach here), as a pyarrow table."""
+def duckdb_connection() -> Any:
+    """A DuckDB connection with its delta extension loaded from the ``duckdb-extension-delta`` package
+    (extensions.duckdb.org is out of reach here). Loading it takes a quarter of a second, ten times a
+    table's read: a reader of many tables keeps one connection per thread."""
     import os
 
     import duckdb
@@ -153,9 +154,15 @@ def duckdb_table(path: str) -> Any:
 
     folder = os.path.dirname(duckdb_extension_delta.__file__)
     extension = os.path.join(folder, "extensions", f"v{duckdb.__version__}", "delta.duckdb_extension")
-    with duckdb.connect(config={"autoinstall_known_extensions": False, "threads": 1}) as con:
-        con.execute(f"LOAD '{extension}'")
-        return con.sql(f"SELECT * FROM delta_scan('{path}')").to_arrow_table()
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "threads": 1})
+    con.execute(f"LOAD '{extension}'")
+    return con
+
+
+def duckdb_table(con: Any, path: str) -> Any:
+    """The Delta table at ``path`` as DuckDB reads it through ``con`` (:func:`duckdb_connection`), as a
+    pyarrow table."""
+    return con.sql(f"SELECT * FROM delta_scan('{path}')").to_arrow_table()
 
 
 def same_arrow_types(a: Any, b: Any) -> bool:
