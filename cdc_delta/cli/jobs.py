@@ -73,7 +73,13 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     with job_metrics(config, "snapshot") as run:
         try:
             report = run.report = run_snapshot(
-                spark, config, day, positions, from_stock=args.from_stock, wait_minutes=args.wait
+                spark,
+                config,
+                day,
+                positions,
+                from_stock=args.from_stock,
+                at_landing=args.at_landing,
+                wait_minutes=args.wait,
             )
         except (NotReady, LockHeld) as exc:
             print(f"cdc-delta snapshot: {exc}", file=sys.stderr)
@@ -88,7 +94,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             f"{t.hive_table} dt={report.date}: {t.rows} rows from {t.base} ({t.base_rows}) + Delta v{t.delta_version} "
             f"({t.changed_keys} changed keys, {t.deletes_applied} deletes applied){source}"
         )
-    print(f"snapshot {report.date} published as of landing {report.land_seq} in {report.duration_s}s")
+    at = f"landing {report.land_seq}"
+    if report.transaction is not None:
+        at = f"source transaction {report.transaction} (landing {report.land_seq})"
+    print(f"snapshot {report.date} published as of {at} in {report.duration_s}s")
     if config.scan_pii.nightly:  # what it finds is alerted on by its own metric: the snapshot is published
         from cdc_delta.changelog.table_index import indexed_without_spark
         from cdc_delta.cli.scan_pii import scan_and_report
@@ -249,7 +258,9 @@ def add_commands(sub: Any) -> None:
         help="nightly: publish the Delta tables plus the stock export as Hive partition dt=DATE",
         description=(
             "Publish partition dt=DATE of <snapshot.database>.<table> for every snapshot table: the previous "
-            "snapshot (or the stock export the first time) with the Delta table's changes up to the end of DATE. "
+            "snapshot (or the stock export the first time) with the Delta table's changes up to the end of DATE: "
+            "with Debezium's transaction metadata, up to the source's last transaction committed before it, in "
+            "every table alike. "
             f"Exits {EXIT_NOT_READY} without touching anything when the stream has not passed the end of DATE on "
             "every Kafka partition yet (or another snapshot run is going): run it again later."
         ),
@@ -261,6 +272,13 @@ def add_commands(sub: Any) -> None:
     )
     snapshot.add_argument(
         "--from-stock", action="store_true", help="start from the stock export instead of the previous snapshot"
+    )
+    snapshot.add_argument(
+        "--at-landing",
+        action="store_true",
+        help="cut the tables at the landing that passed the cut-off, not at the source's last transaction "
+        "before it (which readiness waits to land whole where transaction metadata lands): for a transaction "
+        "held by a dead letter",
     )
     snapshot.add_argument(
         "--skip-kafka-check",

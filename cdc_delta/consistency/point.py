@@ -219,6 +219,20 @@ def advance(
     )
 
 
+def first_past(ends: Iterable[End], cutoff_ms: int) -> int | None:
+    """The offset of the first of ``ends`` (on the transaction topic) that committed at or after ``cutoff_ms``
+    (or at a time unknown); None where all committed before it. The commit order is the offsets', not the
+    times' (a statement that began before the cut-off can commit after a later one): a point at or before
+    a cut-off is before this END."""
+    return min((e.offset for e in ends if e.source_ts_ms is None or e.source_ts_ms >= cutoff_ms), default=None)
+
+
+def committed_before(ends: list[End], cutoff_ms: int) -> list[End]:
+    """Of ``ends``, those before :func:`first_past`."""
+    bound = first_past(ends, cutoff_ms)
+    return [e for e in ends if bound is None or e.offset < bound]
+
+
 def passed_ids(point: Point, ends: Mapping[str, int], txn_ids: Iterable[str]) -> set[str]:
     """Of ``txn_ids`` (the transactions of changes landed from the point's ``scan_from`` through its
     ``through``), those at or before the point: their END is among ``ends`` (id -> offset on the

@@ -12,7 +12,7 @@ from typing import Any
 
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.config import AppConfig
-from cdc_delta.consistency.point import Consistency, End, Point, advance, parse_counts
+from cdc_delta.consistency.point import Consistency, End, Point, advance, committed_before, first_past, parse_counts
 from cdc_delta.decode.plan import decode_plan
 from cdc_delta.delta.commits import parse_commit
 from cdc_delta.delta.delta_rs import open_table, read
@@ -133,22 +133,51 @@ class PointKeeper:
         return None if point is None else point.to_dict()
 
 
-def point_after(config: AppConfig, changelog: Any, previous: Point | None, newest: int) -> Consistency:
-    """The point after ``previous``, from the landings past its :attr:`~Point.scan_from` through ``newest``."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+def kept_before(changelog: Any, app_id: str, through: int, bound: int | None) -> Point | None:
+    """The newest point a landing up to ``through`` keeps that is before the END at offset ``bound`` (None:
+    any), among the newest :data:`LANDINGS_DEPTH` commits; None where none is."""
+    for entry in changelog.history(LANDINGS_DEPTH):  # newest first
+        commit = parse_commit(
+            entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
+        )
+        if commit is None or commit.record.operation != "land":
+            continue
+        kept = Point.from_dict(commit.record.consistent)
+        if kept is None or kept.through > through or kept.txn_id is None or kept.offset is None:
+            continue
+        if bound is None or kept.offset < bound:
+            return kept
+    return None
 
+
+def point_before(config: AppConfig, cutoff_ms: int, through: int) -> Consistency:
+    """The consistent point at or before the cut-off ``cutoff_ms`` (epoch milliseconds), from the landings
+    up to ``through``: the newest transaction such that it and every one before it committed before the
+    cut-off and landed whole by then (the nightly snapshot's cut, :mod:`cdc_delta.snapshot.boundary`). It
+    goes on from the newest point the stream kept before the first END past the cut-off (the ENDs alone
+    are read from the start to find that one)."""
+    changelog = open_table(config, config.changelog.located(config.storage.root))
+    if changelog is None:
+        return Consistency(None, unavailable="no changelog yet")
     dataset = changelog.to_pyarrow_dataset()
     if "txn" not in dataset.schema.names:
         return Consistency(None, unavailable=NO_METADATA)
-    start = 0 if previous is None else previous.scan_from
+    bound = first_past(_ends(dataset, 0, through), cutoff_ms)
+    previous = kept_before(changelog, config.app_id, through, bound)
+    return point_after(config, changelog, previous, through, cutoff_ms)
+
+
+def _ends(dataset: Any, start: int, newest: int) -> list[End]:
+    """The ENDs landed from landing ``start`` through ``newest``."""
+    import pyarrow.dataset as ds
+
     window = (ds.field(LAND_SEQ) >= start) & (ds.field(LAND_SEQ) <= newest)
     found = read(
         dataset,
         ["txn", "topic", "partition", "offset", "source_ts_ms", LAND_SEQ, "row_json"],
         window & (ds.field("op") == TXN_END),
     ).to_pylist()
-    ends = [
+    return [
         End(
             r["txn"]["id"],
             r["topic"],
@@ -161,8 +190,26 @@ def point_after(config: AppConfig, changelog: Any, previous: Point | None, newes
         for r in found
         if r["txn"] is not None
     ]
+
+
+def point_after(
+    config: AppConfig, changelog: Any, previous: Point | None, newest: int, cutoff_ms: int | None = None
+) -> Consistency:
+    """The point after ``previous``, from the landings past its :attr:`~Point.scan_from` through ``newest``;
+    with ``cutoff_ms``, not past the last transaction committed before it."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    dataset = changelog.to_pyarrow_dataset()
+    if "txn" not in dataset.schema.names:
+        return Consistency(None, unavailable=NO_METADATA)
+    start = 0 if previous is None else previous.scan_from
+    window = (ds.field(LAND_SEQ) >= start) & (ds.field(LAND_SEQ) <= newest)
+    ends = _ends(dataset, start, newest)
     if not ends and (previous is None or previous.txn_id is None):
         return Consistency(previous, unavailable=NO_METADATA)
+    if cutoff_ms is not None:
+        ends = committed_before(ends, cutoff_ms)
     # A truncate's transaction has no END (nor has a DDL's): it waits for nothing, and nothing waits for it.
     changes = read(
         dataset,

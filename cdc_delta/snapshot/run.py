@@ -35,6 +35,7 @@ from cdc_delta import columns as C
 from cdc_delta.changelog.table import landings
 from cdc_delta.changelog.table_index import indexed
 from cdc_delta.config import AppConfig, TableConfig
+from cdc_delta.consistency.cut import consistent_cut
 from cdc_delta.delta.snapshot_log import ensure_log, published_all, record
 from cdc_delta.delta.workers import each_table
 from cdc_delta.exceptions import ConfigError, NotReady, SnapshotError
@@ -42,9 +43,10 @@ from cdc_delta.hadoop_fs import delete, list_dirs, qualified, same_location
 from cdc_delta.lock import exclusive_lock, lock_path
 from cdc_delta.metastore import hive_schema
 from cdc_delta.reports import write_report
-from cdc_delta.rows.as_of import live_rows, merged_at
+from cdc_delta.rows.as_of import Cut, live_rows, merged_at
 from cdc_delta.snapshot import hive_publish as hive
 from cdc_delta.snapshot.base import Base, choose_base
+from cdc_delta.snapshot.boundary import Boundary, boundary_at
 from cdc_delta.snapshot.checks import key_counts, source_count
 from cdc_delta.snapshot.current_view import create_current_view
 from cdc_delta.snapshot.positions import KafkaPositions
@@ -62,8 +64,10 @@ def wait_until_ready(
     kafka_positions: KafkaPositions,
     wait_s: float,
     clock: Callable[[], dt.datetime],
-) -> Readiness:
-    """Check readiness until it holds or ``wait_s`` is spent; raises NotReady."""
+    at_transaction: bool = True,
+) -> tuple[Readiness, Boundary]:
+    """Check readiness (and, ``at_transaction``, that the source's transactions before the cut-off landed
+    whole) until it holds or ``wait_s`` is spent; raises NotReady."""
     snap = config.snapshot
     deadline = time.monotonic() + wait_s
     while True:
@@ -71,12 +75,24 @@ def wait_until_ready(
         ready = check_readiness(
             batches, cutoff, kafka_positions(), clock(), dt.timedelta(minutes=snap.idle_grace_minutes)
         )
+        why = ready.describe()
         if ready.ready:
-            logger.info("readiness: %s", ready.describe())
-            return ready
+            boundary = Boundary(None)
+            if at_transaction and ready.land_seq is not None:
+                boundary = boundary_at(config, cutoff, ready.land_seq)
+            if boundary.waiting is None:
+                logger.info("readiness: %s; %s", why, boundary.describe())
+                return ready, boundary
+            why = f"{why}, but {boundary.describe()}"
         if time.monotonic() + snap.poll_seconds > deadline:
-            raise NotReady(f"not publishing: {ready.describe()}. Nothing was touched; run again later or pass --wait")
-        logger.info("readiness: %s; checking again in %.0fs", ready.describe(), snap.poll_seconds)
+            fix = "run again later or pass --wait"
+            if ready.ready:  # a change that will not come: a dead letter (a replay merges it, it lands no more)
+                fix = (
+                    "if its change is a dead letter, replay it (`cdc-delta replay-dead-letters`) and publish with "
+                    "--at-landing, which cuts the tables at the landing, not at a transaction"
+                )
+            raise NotReady(f"not publishing: {why}. Nothing was touched; {fix}")
+        logger.info("readiness: %s; checking again in %.0fs", why, snap.poll_seconds)
         time.sleep(snap.poll_seconds)
 
 
@@ -128,6 +144,8 @@ class _Run:
     from_stock: bool
     published: dict[str, list[Row]]
     """The snapshot log, read once for the run: per table, its published days."""
+    cut: Cut | None = None
+    """At a source transaction (:mod:`.boundary`); None: as of the readiness landing."""
     done: _Published = field(default_factory=lambda: _Published())
     """Shared by the run's workers: what they published, for :meth:`_Published.record`."""
 
@@ -177,8 +195,13 @@ class _Run:
         through = self.readiness.land_seq
         if through is None:
             return None, None
+        cut = self.cut
         try:
-            rows = live_rows(self.spark, self.config, [table], through).get(table.name)
+            if cut is None:
+                rows = live_rows(self.spark, self.config, [table], through).get(table.name)
+            else:
+                rows = live_rows(self.spark, self.config, [table], cut=cut).get(table.name)
+                through = cut.held.get(table.name, cut.through)
             version = merged_at(self.spark, self.config, table, through).version
         except Exception as exc:  # the JVM's error for files VACUUM removed carries no Python type
             if isinstance(exc, SnapshotError):
@@ -287,10 +310,13 @@ def run_snapshot(
     kafka_positions: KafkaPositions,
     *,
     from_stock: bool = False,
+    at_landing: bool = False,
     wait_minutes: float | None = None,
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
 ) -> SnapshotReport:
-    """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report."""
+    """Check readiness, then publish ``day`` for every snapshot table; writes the JSON report. Every table is
+    cut at the source's last transaction before the cut-off where transaction metadata lands (``at_landing``:
+    as of the landing that passed the cut-off instead, as without it)."""
     started = time.monotonic()
     snap = config.snapshot
     clashes = config.hive_name_clashes()
@@ -299,7 +325,10 @@ def run_snapshot(
     cutoff = cutoff_for(day, snap.time_zone)
     wait_s = 60 * (snap.wait_minutes if wait_minutes is None else wait_minutes)
     with exclusive_lock(lock_path(config, "snapshot"), what="snapshot"):
-        readiness = wait_until_ready(spark, config, cutoff, kafka_positions, wait_s, clock)
+        readiness, boundary = wait_until_ready(
+            spark, config, cutoff, kafka_positions, wait_s, clock, at_transaction=not at_landing
+        )
+        cut = None if boundary.point is None else consistent_cut(spark, config, boundary.point)
         published, left = config.apart(indexed(spark, config).snapshot_tables())
         for name, sharing in left.items():
             logger.warning(
@@ -313,7 +342,7 @@ def run_snapshot(
         run_id = f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         history = published_all(spark, config)
         ensure_log(spark, config)
-        run = _Run(spark, config, day.isoformat(), run_id, readiness, from_stock, history)
+        run = _Run(spark, config, day.isoformat(), run_id, readiness, from_stock, history, cut)
         # Each table in a session of its own (the Hive Parquet settings are session-wide), a few at once.
         try:
             done = each_table(spark, snap.concurrency, lambda s, t: replace(run, spark=s).publish(t), published)
@@ -325,6 +354,8 @@ def run_snapshot(
         run_id=run_id,
         cutoff=cutoff.isoformat(),
         land_seq=readiness.land_seq,
+        transaction=None if boundary.point is None else boundary.point.txn_id,
+        transaction_ts_ms=None if boundary.point is None else boundary.point.source_ts_ms,
         positions=readiness.positions,
         idle_partitions=readiness.idle,
         tables=tables,

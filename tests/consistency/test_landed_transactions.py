@@ -5,6 +5,7 @@ no table."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from cdc_delta.consistency.read import consistent_point
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.rows.as_of import live_rows
+from cdc_delta.snapshot.boundary import boundary_at
 from tests.batches import merging_processor
 from tests.delta_rows import read_canonical
 
@@ -44,6 +46,10 @@ def marker(offset: int, status: str, txn: str, counts: dict[str, int] | None = N
         value["event_count"] = sum(counts.values())
         value["data_collections"] = [{"data_collection": c, "event_count": n} for c, n in counts.items()]
     return ("srv.transaction", 0, offset, b"k", json.dumps(value).encode())
+
+
+def at_ms(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
 def live_ids(spark: Any, config: Any, point: Point | None = None) -> dict[str, list[int]]:
@@ -104,6 +110,13 @@ def test_transactions_land_and_the_point_waits_for_the_whole_of_one(spark: Any, 
     # is read from before its merge of landing 0, with 0-1-5's change of it.
     assert live_ids(spark, config) == {"inventory.items": [1, 2], "inventory.ledger": [1]}
     assert live_ids(spark, config, found.point) == {"inventory.items": [1], "inventory.ledger": [1]}
+    # The nightly snapshot's cut (ENDs at 5,001 and 5,003 ms): before the first, at 0-1-5, or waiting for 0-1-6.
+    landing = found.point.through
+    assert boundary_at(config, at_ms(5_001), landing).point.txn_id is None  # type: ignore[union-attr]
+    at_five = boundary_at(config, at_ms(5_003), landing)
+    assert at_five.point is not None and at_five.point.txn_id == "0-1-5" and at_five.waiting is None
+    held = boundary_at(config, at_ms(5_004), landing)
+    assert held.waiting == "transaction 0-1-6 has not landed whole (inventory.ledger 0 of 1 changes landed)"
 
     second = processor.process(kafka_frame(spark, [change(LEDGER, 1, 2, "0-1-6", 2, 210)]), 1)
     assert second.consistency is not None and second.consistency.point is not None
@@ -113,6 +126,9 @@ def test_transactions_land_and_the_point_waits_for_the_whole_of_one(spark: Any, 
     assert read.point == second.consistency.point and read.waiting is None
     assert read.newest_source_ts_ms == 210_000 and read.trails_s() == pytest.approx(210 - 5.003)
     assert live_ids(spark, config, read.point) == {"inventory.items": [1, 2], "inventory.ledger": [1, 2]}
+    at_six = boundary_at(config, at_ms(5_004), read.point.through)  # from the point landing 1 keeps
+    assert at_six.point == read.point and at_six.waiting is None
+    assert boundary_at(config, at_ms(5_003), read.point.through).point.txn_id == "0-1-5"  # type: ignore[union-attr]
     # The boundaries changed no table.
     for name in ("inventory.items", "inventory.ledger"):
         table = read_canonical(spark, config.storage.table_path(config.table(name)))[1]

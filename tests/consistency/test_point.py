@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from cdc_delta.consistency.point import End, Point, advance, at_or_before, passed_ids, txn_rank
+from cdc_delta.consistency.point import (
+    End,
+    Point,
+    advance,
+    at_or_before,
+    committed_before,
+    first_past,
+    passed_ids,
+    txn_rank,
+)
 
 TABLES = ("shop.accounts", "shop.ledger", "shop.audit", "shop.untaken")
 TAKEN = set(TABLES) - {"shop.untaken"}
@@ -27,7 +36,8 @@ class Row:
 
 
 def workload(rng: random.Random, n: int) -> tuple[list[dict[str, int]], list[Row]]:
-    """``n`` transactions (GTIDs 0-1-1..n) and their rows, landed in random order per topic."""
+    """``n`` transactions (GTIDs 0-1-1..n) and their rows, landed in random order per topic. Transaction k
+    commits at :func:`commit_ms` (k)."""
     txns = []
     for _ in range(n):
         counts = {t: rng.choice((0, 0, 1, 2, 3)) for t in TABLES}
@@ -62,7 +72,8 @@ def workload(rng: random.Random, n: int) -> tuple[list[dict[str, int]], list[Row
             for item in items[cursors[name] : cursors[name] + take]:
                 if item[0] == "end":
                     _, txn, counts, off = item
-                    rows.append(Row(land, end=End(txn, "srv.transaction", 0, off, counts, 1000 + off, land)))
+                    ts = commit_ms(int(txn.split("-")[-1]))
+                    rows.append(Row(land, end=End(txn, "srv.transaction", 0, off, counts, ts, land)))
                 else:
                     rows.append(Row(land, change=item[1:]))
                     if rng.random() < 0.1:  # delivered twice
@@ -71,8 +82,14 @@ def workload(rng: random.Random, n: int) -> tuple[list[dict[str, int]], list[Row
     return txns, rows
 
 
-def expected(txns: list[dict[str, int]], rows: list[Row], through: int) -> str | None:
-    """The model: the newest transaction k with every transaction 1..k's END landed and its taken changes."""
+def commit_ms(k: int) -> int:
+    """Transaction k's commit time: in commit order but for a clock that steps back by up to 3 ms."""
+    return 1000 + 4 * k - random.Random(k).randint(0, 3) * (k % 3 == 0) * 2
+
+
+def expected(txns: list[dict[str, int]], rows: list[Row], through: int, cutoff_ms: int | None = None) -> str | None:
+    """The model: the newest transaction k with every transaction 1..k's END landed and its taken changes;
+    with ``cutoff_ms``, and every transaction 1..k committed before it."""
     ends = {r.end.txn_id for r in rows if r.end is not None and r.land_seq <= through}
     have = defaultdict(set)
     for r in rows:
@@ -82,6 +99,8 @@ def expected(txns: list[dict[str, int]], rows: list[Row], through: int) -> str |
     point = None
     for k, counts in enumerate(txns, start=1):
         txn = f"0-1-{k}"
+        if cutoff_ms is not None and commit_ms(k) >= cutoff_ms:
+            break
         whole = txn in ends and all(len(have[(txn, t)]) == c for t, c in counts.items() if t in TAKEN)
         if not whole:
             break
@@ -132,6 +151,7 @@ def test_the_point_is_the_newest_whole_run_of_transactions(seed: int) -> None:
     txns, rows = workload(rng, rng.randint(1, 12))
     newest = max(r.land_seq for r in rows)
     previous: Point | None = None
+    kept_points: list[Point] = []  # the points the stream kept, as kept_before looks for one
     for through in range(1, newest + 1):
         ends, landed = window(rows, previous.scan_from if previous else 0, through)
         found = advance(previous, ends, landed, lambda c: c in TAKEN, through)
@@ -142,6 +162,23 @@ def test_the_point_is_the_newest_whole_run_of_transactions(seed: int) -> None:
         # A reader with no point of its own, from the changelog's start, finds the same.
         ends, landed = window(rows, 0, through)
         assert advance(None, ends, landed, lambda c: c in TAKEN, through).point == previous
+        # At or before a cut-off (the nightly snapshot's), from nothing and from the newest point kept
+        # before the first END past it (as point_before goes on).
+        cutoff = rng.randint(1000, commit_ms(len(txns)) + 2)
+        bounded = advance(None, committed_before(ends, cutoff), landed, lambda c: c in TAKEN, through).point
+        assert bounded is not None and bounded.txn_id == expected(txns, rows, through, cutoff), (seed, through, cutoff)
+        assert visible(rows, bounded) == changes_up_to(rows, bounded), (seed, through, cutoff)
+        bound = first_past(ends, cutoff)
+        kept = next(
+            (p for p in reversed(kept_points) if p.offset is not None and (bound is None or p.offset < bound)), None
+        )
+        if kept is not None:
+            ends, landed = window(rows, kept.scan_from, through)
+            onward = advance(kept, committed_before(ends, cutoff), landed, lambda c: c in TAKEN, through).point
+            assert onward is not None and onward.txn_id == bounded.txn_id, (seed, through, cutoff)
+            assert visible(rows, onward) == changes_up_to(rows, onward), (seed, through, cutoff)
+        if previous.txn_id is not None:
+            kept_points.append(previous)
     assert previous is not None and previous.txn_id == f"0-1-{len(txns)}"  # every transaction landed
     if previous.scan_from <= newest:  # what is left to read holds only transactions sent again
         assert all(

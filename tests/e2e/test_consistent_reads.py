@@ -7,22 +7,33 @@ transaction over two tables, and inserts into a third table on its own, the whol
 every read at the consistent point keeps the invariants (balances plus ledger amounts constant, every
 ledger row's account present), and plain reads of the same tables, in the same test, break them at least
 once: the property is needed, not only held. Once the writer stops, the point reaches the source's last
-transaction, and a read there equals ``SELECT *``."""
+transaction, and a read there equals ``SELECT *``.
+
+The writer's session clock (``SET TIMESTAMP``, which the binlog and so Debezium take) crosses a midnight
+while it writes: the nightly snapshot of the day before it cuts every table at the writer's last
+transaction before that midnight, exactly."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from cdc_delta.changelog.table_index import indexed_without_spark
 from cdc_delta.config import AppConfig, load_config
 from cdc_delta.consistency.cut import consistent_cut
 from cdc_delta.consistency.read import consistent_point
 from cdc_delta.rows.as_of import live_rows
+from cdc_delta.snapshot import hive_publish
+from cdc_delta.snapshot.positions import kafka_positions_of
+from cdc_delta.snapshot.readiness import cutoff_for
+from cdc_delta.snapshot.run import run_snapshot
 from tests.e2e.pipeline import Pipeline
 from tests.e2e.writer import BackgroundWriter
 from tests.services import ConnectWorker, MariaDB, StreamProcess, wait_for
@@ -51,21 +62,31 @@ def setup_sql(db: str) -> list[str]:
 class Writer(BackgroundWriter):
     """Transactions over accounts and ledger (and single inserts into events), five a second (the catch-up
     after them is short): a transfer between two accounts with its fee to the ledger (two account rows, one
-    ledger row), an account opened with its ledger row first."""
+    ledger row), an account opened with its ledger row first. Its session clock starts ``before`` seconds
+    before ``midnight`` and runs with the real one; it keeps each transaction's time, GTID and the ledger or
+    events row it inserted."""
 
-    def __init__(self, pipe: Pipeline) -> None:
+    def __init__(self, pipe: Pipeline, midnight: dt.datetime, before: float) -> None:
         super().__init__(pipe, seed=11, pause=0.2)
         self.opened = ACCOUNTS
+        self.start = midnight.timestamp() - before
+        self.began = time.monotonic()
+        self.written: list[tuple[int, str, str, int]] = []
+        """Per transaction: (its time, epoch seconds; its GTID; the table it inserted a row into; the row's id)."""
 
     def write(self, conn: Any, cur: Any) -> None:
+        at = int(self.start + time.monotonic() - self.began)
+        cur.execute(f"SET TIMESTAMP = {at}")
         kind = self.rng.random()
         if kind < 0.15:
             cur.execute(f"INSERT INTO {DB}.events (what) VALUES ('tick')")
+            self.kept(cur, at, "events")
             return
         conn.begin()
         if kind < 0.35:
             self.opened += 1
             cur.execute(f"INSERT INTO {DB}.ledger (account_id, amount) VALUES ({self.opened}, 0)")
+            ledger_id = cur.lastrowid
             cur.execute(f"INSERT INTO {DB}.accounts VALUES ({self.opened}, 0)")
         else:
             payer, payee = self.rng.sample(range(1, ACCOUNTS + 1), 2)
@@ -73,7 +94,14 @@ class Writer(BackgroundWriter):
             cur.execute(f"UPDATE {DB}.accounts SET balance = balance - {amount + fee} WHERE id = {payer}")
             cur.execute(f"UPDATE {DB}.accounts SET balance = balance + {amount} WHERE id = {payee}")
             cur.execute(f"INSERT INTO {DB}.ledger (account_id, amount) VALUES ({payer}, {fee})")
+            ledger_id = cur.lastrowid
         conn.commit()
+        self.kept(cur, at, "ledger", ledger_id)
+
+    def kept(self, cur: Any, at: int, table: str, row: int | None = None) -> None:
+        row = cur.lastrowid if row is None else row
+        cur.execute("SELECT @@last_gtid")
+        self.written.append((at, cur.fetchone()[0], table, int(row)))
 
 
 def write_config(pipe: Pipeline, per_batch: int | None, name: str) -> Path:
@@ -90,6 +118,12 @@ def write_config(pipe: Pipeline, per_batch: int | None, name: str) -> Path:
         "storage": {"root": str(pipe.folder / "lake")},
         "trigger_interval": "1 second",
         "merge": {"max_delay_seconds": 0},  # merges go past the point
+        "snapshot": {
+            "database": f"{pipe.db}_ods",
+            "tables": [f"{pipe.db}.{t}" for t in ("accounts", "ledger", "events")],
+            "time_zone": "UTC",
+            "idle_grace_minutes": 0,
+        },
         "tables": [{"name": "{db}.{table}", "topic_pattern": rf"{pipe.prefix}\.{pipe.db}\.[^.]+"}],
     }
     path = pipe.folder / name
@@ -153,7 +187,11 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
     try:
         wait_for(lambda: len(read(spark, config, consistent=False)[0]) == ACCOUNTS, 240, "the accounts' snapshot")
         plain_breaks, points = [], []
-        with Writer(pipe) as writer:
+        # A midnight ahead of every real time the source wrote (the commit order is the times' order but
+        # for the writer's), crossed 25 s into the writing.
+        day = dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=1)
+        midnight = cutoff_for(day, "UTC")
+        with Writer(pipe, midnight, before=25) as writer:
             wait_for(lambda: writer.writes > 30, 60, "the writer's first transactions")
             for n in range(8):  # until a plain read has broken, and three reads at the point at least
                 if plain_breaks and n >= 3:
@@ -186,6 +224,27 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
             (int(a), int(m)) for a, m in source_rows(mariadb, f"SELECT account_id, amount FROM {DB}.ledger")
         )
         assert broken(accounts, ledger) == []
+
+        # The nightly snapshot of the day that midnight ends: every table at the writer's last transaction
+        # before it (the stream passed it on every partition; the quiet ones, read to the end, count).
+        before = [w for w in writer.written if w[0] < midnight.timestamp()]
+        assert before and len(before) < len(writer.written), "the writer's clock did not cross the midnight"
+        report = run_snapshot(
+            spark, config, day, kafka_positions_of(config), clock=lambda: midnight + dt.timedelta(hours=1)
+        )
+        assert report.transaction == before[-1][1], (report.transaction, before[-1])
+        catalog = indexed_without_spark(config)
+
+        def published(name: str) -> list[Any]:
+            hive = spark.table(hive_publish.hive_table(config, catalog.table(f"{DB}.{name}")))
+            return hive.where(F.col("dt") == day.isoformat()).collect()
+
+        ledger_rows, events = published("ledger"), published("events")
+        assert {r["id"] for r in ledger_rows} == {row for _, _, table, row in before if table == "ledger"}
+        assert {r["id"] for r in events} == {row for _, _, table, row in before if table == "events"}
+        cut_accounts = {r["id"]: r["balance"] for r in published("accounts")}
+        assert broken(cut_accounts, [(r["account_id"], r["amount"]) for r in ledger_rows]) == []
+        assert cut_accounts != accounts  # the transfers after the midnight are not in it
     finally:
         if proc.poll() is None:
             proc.terminate()
