@@ -43,7 +43,7 @@ from tests.e2e.workload import (
     history_steps,
     setup_sql,
 )
-from tests.services import ConnectWorker, MariaDB, StreamProcess, caught_up_here, cdc_delta, wait_for
+from tests.services import ConnectWorker, MariaDB, StreamProcess, caught_up_here, cdc_delta_here, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -290,7 +290,7 @@ def test_exact_through_two_kill_9_of_the_stream_and_a_restart_of_connect(
 
     pipe.sql(steps[2])
     pipe.mark(3)
-    stream.caught_up_but_for(f"{pipe.db}.odd")  # its column name: stopped, its changes pending
+    caught_up_here(config, f"{pipe.db}.odd")  # its column name: stopped, its changes pending
     assert_lake_equals_source(spark, pipe, config, "two kill -9 and a Connect restart")
     assert_deleted_keys_are_soft_deleted(spark, pipe, config)
 
@@ -298,12 +298,12 @@ def test_exact_through_two_kill_9_of_the_stream_and_a_restart_of_connect(
     # tables, read in Kafka from their own topics); a row lost from one Delta table fails it alone.
     checked = [f"{pipe.db}.wide", f"{pipe.db}.plain", f"{pipe.db}_archive.items"]
     options = [option for name in checked for option in ("--table", name)]
-    run = cdc_delta(config, "check", *options, timeout=300)
+    run = cdc_delta_here(config, "check", *options)
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
     assert [line.split(":")[0] for line in run.stdout.splitlines()[:3]] == [f"ok      {n}" for n in checked], run.stdout
     plain = load_config(config, env={}).table_path(f"{pipe.db}.plain")
     DeltaTable.forPath(spark, plain).delete("id = 1 AND NOT _cdc_deleted")
-    run = cdc_delta(config, "check", *options, timeout=300)
+    run = cdc_delta_here(config, "check", *options)
     assert run.returncode == 1, run.stdout + run.stderr[-2000:]
     failed = [line for line in run.stdout.splitlines() if not line.startswith("ok ")]
     assert len(failed) == 1 and failed[0].startswith(f"FAILED  {pipe.db}.plain: "), run.stdout

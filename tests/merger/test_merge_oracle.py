@@ -103,9 +103,11 @@ VERSION_METADATA = (
 )
 
 
-def assert_history_equals_the_oracle(spark, config: AppConfig, table: TableConfig, oracle: Oracle) -> None:
+def assert_history_equals_the_oracle(
+    spark, config: AppConfig, table: TableConfig, oracle: Oracle, rows: list[dict[str, Any]]
+) -> None:
     """The table's versions (:mod:`cdc_delta.history.versions`) are the oracle's, and its current versions
-    are the table's live rows."""
+    are the table's live rows (``rows``: the table as :func:`read_canonical` reads it)."""
     path = history_path(config, table.name)
     assert table.history is not None
     found = read_versions(spark, path, table.row_key, table.history)
@@ -116,11 +118,7 @@ def assert_history_equals_the_oracle(spark, config: AppConfig, table: TableConfi
     compared = [*columns, "_cdc_op", "_cdc_seq", "_cdc_source_db", "_cdc_source_table"]
     current = sorted(({c: v[c] for c in compared} for v in actual if v["_cdc_valid_to_seq"] is None), key=repr)
     live = sorted(
-        (
-            {c: r[c] for c in compared}
-            for r in read_canonical(spark, config.storage.table_path(table))[1]
-            if not r["_cdc_deleted"]
-        ),
+        ({c: r[c] for c in compared} for r in rows if not r["_cdc_deleted"]),
         key=repr,
     )
     assert current == live, f"history of {table.name}: its current versions are not the table's live rows"
@@ -178,7 +176,7 @@ def assert_equal_the_oracle(
                 f"{table.name}: {len(actual)} rows vs {len(expected)}; first differences {differ}"
             )
             if not rebuild:  # a rebuild replaces the table, not its history
-                assert_history_equals_the_oracle(spark, config, table, oracle)
+                assert_history_equals_the_oracle(spark, config, table, oracle, actual)
             ids = landings_per_commit(spark, path)
             assert ids == sorted(set(ids)), f"a batch was merged twice into {table.name}: {ids}"
         if dead_total:

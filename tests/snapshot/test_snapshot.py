@@ -176,7 +176,7 @@ def spark_rows(spark: Any, config: AppConfig, day: dt.date) -> list[dict[str, An
     return sorted((r.asDict() for r in df.select(*canonical_columns(df)).collect()), key=repr)
 
 
-def apply(spark: Any, processor: BatchProcessor, world: World, start: int, batch_id: int, size: int = 25) -> int:
+def apply(spark: Any, processor: BatchProcessor, world: World, start: int, batch_id: int, size: int = 50) -> int:
     """Apply the records from ``start`` on in batches; returns the next batch id."""
     records = world.records[start:]
     for i in range(0, len(records), size):
