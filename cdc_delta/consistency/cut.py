@@ -49,8 +49,12 @@ def consistent_cut(spark: SparkSession, config: AppConfig, point: Point) -> Cut:
     ends = {r["id"]: r["offset"] for r in found if r["end"]}
     passed = sorted(passed_ids(point, ends, {r["id"] for r in found if not r["end"]}))
     shown = visible(point, passed, F.col("txn"), F.col("op"))
-    first_left_out = (
-        window.where(F.col(TABLE).isNotNull() & ~shown).groupBy(TABLE).agg(F.min(LAND_SEQ).alias("first")).collect()
+    left_out = (
+        window.where(F.col(TABLE).isNotNull() & ~shown)
+        .groupBy(TABLE)
+        .agg(F.min(LAND_SEQ).alias("first"), F.min("source_ts_ms").alias("oldest"))
+        .collect()
     )
-    held = {r[TABLE]: min(int(r["first"]) - 1, point.through) for r in first_left_out}
-    return Cut(point.through, held, visible(point, passed, F.col("_decoded.txn"), F.col("_decoded.op")))
+    held = {r[TABLE]: min(int(r["first"]) - 1, point.through) for r in left_out}
+    oldest = {r[TABLE]: int(r["oldest"]) for r in left_out if r["oldest"] is not None}
+    return Cut(point.through, held, visible(point, passed, F.col("_decoded.txn"), F.col("_decoded.op")), oldest)

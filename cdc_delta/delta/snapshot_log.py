@@ -15,8 +15,13 @@ from cdc_delta.delta.tables import create_if_missing
 
 LOG_SCHEMA = (
     "table string, dt string, run_id string, hive_table string, location string, base string, "
-    "delta_version bigint, batch_id bigint, cutoff timestamp, positions string, rows bigint, published_at timestamp"
+    "delta_version bigint, batch_id bigint, cutoff timestamp, positions string, rows bigint, published_at timestamp, "
+    "absorbed_before timestamp"
 )
+"""``absorbed_before``: every change of the table before it is in the snapshot (the cut-off, or, for a
+snapshot cut at a source transaction, the oldest change it left out where that is older: a statement that
+ran before the cut-off in a transaction committed after the point). Null in rows written before it was
+kept: the cut-off then."""
 
 
 def log_path(config: AppConfig) -> str:
@@ -45,12 +50,15 @@ def published(spark: SparkSession, config: AppConfig, table: str) -> list[Row]:
 
 
 def absorbed_before(history: list[Row]) -> dt.datetime | None:
-    """Changes before this instant are in a published snapshot of ``history`` (the latest cut-off)."""
-    cutoffs = [r["cutoff"] for r in history]
-    if not cutoffs:
+    """Changes before this instant are in a published snapshot of ``history`` (the latest: its
+    ``absorbed_before``, else its cut-off)."""
+    if not history:
         return None
-    latest = max(cutoffs)
-    return latest if latest.tzinfo else latest.replace(tzinfo=dt.timezone.utc)
+    latest = max(history, key=lambda r: r["cutoff"]).asDict()
+    cutoff = latest["cutoff"]
+    kept = latest.get("absorbed_before")
+    when = cutoff if kept is None else min(kept, cutoff)
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
 
 
 def ensure_log(spark: SparkSession, config: AppConfig) -> None:
@@ -61,4 +69,6 @@ def ensure_log(spark: SparkSession, config: AppConfig) -> None:
 
 def record(spark: SparkSession, config: AppConfig, entries: list[tuple[object, ...]]) -> None:
     """Append published snapshots (rows of :data:`LOG_SCHEMA`) to the log, in one commit."""
-    spark.createDataFrame(entries, LOG_SCHEMA).write.format("delta").mode("append").save(log_path(config))
+    rows = spark.createDataFrame(entries, LOG_SCHEMA)
+    # A log written before absorbed_before was kept gains the column.
+    rows.write.format("delta").mode("append").option("mergeSchema", "true").save(log_path(config))

@@ -59,6 +59,8 @@ class Cut:
     through: int
     held: Mapping[str, int] = field(default_factory=dict)
     visible: Column | None = None
+    oldest_left_out_ms: Mapping[str, int] = field(default_factory=dict)
+    """Per table, the oldest source time of a change landed that the cut leaves out (past ``through`` too)."""
 
 
 def merged_now(spark: SparkSession, config: AppConfig, table: TableConfig) -> Merged:

@@ -44,13 +44,13 @@ class SnapshotReport:
     """The changelog landing at which the stream passed the cut-off: what the snapshot includes."""
     positions: dict[str, dict[str, int]]
     idle_partitions: list[str]
+    tables: list[TableSnapshot] = field(default_factory=list)
+    duration_s: float = 0.0
     transaction: str | None = None
     """The source's last transaction before the cut-off, where every table is cut (None: as of the landing,
     without transaction metadata or with ``--at-landing``)."""
     transaction_ts_ms: int | None = None
     """When it committed (epoch milliseconds)."""
-    tables: list[TableSnapshot] = field(default_factory=list)
-    duration_s: float = 0.0
 
 
 def log_published(t: TableSnapshot, day: str, replaced: bool) -> None:

@@ -300,7 +300,16 @@ class _Run:
             json.dumps(self.readiness.positions, sort_keys=True),
             written.count,
             dt.datetime.now(dt.timezone.utc),
+            self._absorbed_before(table),
         )
+
+    def _absorbed_before(self, table: TableConfig) -> dt.datetime:
+        """Before when every change of ``table`` is in the snapshot (the tombstone purge waits for it)."""
+        cutoff = self.readiness.cutoff
+        oldest = None if self.cut is None else self.cut.oldest_left_out_ms.get(table.name)
+        if oldest is None:
+            return cutoff
+        return min(cutoff, dt.datetime.fromtimestamp(oldest / 1000, dt.timezone.utc))
 
 
 def run_snapshot(

@@ -110,6 +110,9 @@ def test_transactions_land_and_the_point_waits_for_the_whole_of_one(spark: Any, 
     # is read from before its merge of landing 0, with 0-1-5's change of it.
     assert live_ids(spark, config) == {"inventory.items": [1, 2], "inventory.ledger": [1]}
     assert live_ids(spark, config, found.point) == {"inventory.items": [1], "inventory.ledger": [1]}
+    # What the cut leaves out: 0-1-6's items change (its statement at 200 s), which the tombstone purge
+    # must not count as in a snapshot cut there.
+    assert consistent_cut(spark, config, found.point).oldest_left_out_ms == {"inventory.items": 200_000}
     # The nightly snapshot's cut (ENDs at 5,001 and 5,003 ms): before the first, at 0-1-5, or waiting for 0-1-6.
     landing = found.point.through
     assert boundary_at(config, at_ms(5_001), landing).point.txn_id is None  # type: ignore[union-attr]

@@ -1,5 +1,6 @@
 """The snapshot log of a run with several tables, one of which fails: written once, after every table
-is done, with the tables that were published; the failed one is not in it and keeps no partition."""
+is done, with the tables that were published; the failed one is not in it and keeps no partition. A log
+written by a version before ``absorbed_before`` gains the column."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pyspark.sql import functions as F
 
 from cdc_delta import columns as C
 from cdc_delta.config import parse_config
-from cdc_delta.delta.snapshot_log import log_path, published_all
+from cdc_delta.delta.snapshot_log import LOG_SCHEMA, log_path, published_all
 from cdc_delta.delta.tables import create_table, table_schema
 from cdc_delta.exceptions import SnapshotError
 from cdc_delta.snapshot import hive_publish as hive
@@ -48,7 +49,10 @@ def test_one_log_commit_for_the_published_tables_when_one_fails(spark, tmp_path:
             *[{**values, "id": key}.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
         )
     write_as_merged(spark, config, frames, {f"snaplog.{n}": {"0": PAST_CUTOFF_MS} for n in names})
-    before = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").count() if Path(log_path(config)).exists() else 0
+    older = LOG_SCHEMA.removesuffix(", absorbed_before timestamp")
+    assert older != LOG_SCHEMA
+    spark.createDataFrame([], older).write.format("delta").save(log_path(config))  # as an older version made it
+    before = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").count()
 
     with pytest.raises(SnapshotError, match="log.dup holds 5 duplicate key"):
         run_snapshot(spark, config, DAY, lambda: None)
@@ -56,6 +60,8 @@ def test_one_log_commit_for_the_published_tables_when_one_fails(spark, tmp_path:
     logged = published_all(spark, config)
     assert sorted(logged) == ["log.a", "log.b", "log.c"]
     assert all([r["dt"] for r in logged[n]] == [DAY.isoformat()] and logged[n][0]["rows"] == 25 for n in logged)
+    # Without transaction metadata, what a snapshot absorbed is what came before its cut-off.
+    assert all(logged[n][0]["absorbed_before"] == logged[n][0]["cutoff"] for n in logged)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{log_path(config)}`").where("operation = 'WRITE'")
     assert history.count() - before == 1  # one commit for the three tables
     for name in ("log.a", "log.b", "log.c"):

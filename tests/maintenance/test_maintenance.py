@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_delta.config import parse_config
+from cdc_delta.delta.snapshot_log import absorbed_before
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
 from cdc_delta.lock import exclusive_lock
@@ -52,6 +53,21 @@ def test_purge_cutoff_is_the_earliest_of_retention_stream_position_and_snapshot(
     assert purge_decision(now, 24, later, True, None) == PurgeDecision(None, "no published snapshot yet")
     assert purge_decision(now, 24, later, True, day) == PurgeDecision(day)
     assert purge_decision(now, 24, None, True, day) == PurgeDecision(None, "no stream position yet")
+
+
+def test_a_snapshot_absorbed_the_changes_before_its_cut_off_or_before_the_oldest_it_left_out() -> None:
+    from pyspark.sql import Row
+
+    def entry(day: int, **kept: dt.datetime) -> Row:
+        return Row(cutoff=dt.datetime(2026, 1, day), **kept)
+
+    assert absorbed_before([]) is None
+    # Written before absorbed_before was kept (no column) or without a transaction cut (null): the cut-off.
+    assert absorbed_before([entry(2), entry(3)]) == dt.datetime(2026, 1, 3, tzinfo=dt.timezone.utc)
+    assert absorbed_before([entry(3, absorbed_before=None)]) == dt.datetime(2026, 1, 3, tzinfo=dt.timezone.utc)
+    # Cut at a transaction that left out a change whose statement ran before the cut-off: before that one.
+    left_out = dt.datetime(2026, 1, 2, 23, 58)
+    assert absorbed_before([entry(2), entry(3, absorbed_before=left_out)]) == left_out.replace(tzinfo=dt.timezone.utc)
 
 
 def test_maintenance_compacts_purges_and_vacuums(spark, tmp_path: Path) -> None:

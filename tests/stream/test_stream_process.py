@@ -168,8 +168,8 @@ def test_sigterm_stops_after_the_current_batch(spark, kafka_bootstrap: str, tmp_
     assert "stopping after the current batch" in group_log and "stream stopped on request" in group_log
     assert "Traceback" not in group_log and "Py4J" not in group_log, group_log[-3000:]
     before = len(stream.batch_lines())
-    assert stream.run_until_caught_up() == 0
-    resumed = stream.batch_lines()[before:]
+    caught_up = caught_up_here(config)  # the start after the stop, in the tests' JVM: no start to pay
+    resumed = [line for line in caught_up.splitlines() if "cdc_delta.stream.query: batch" in line]
     assert resumed and f"batch {before}:" in resumed[0], "the first batch after a graceful stop is a new one"
     assert "replayed" not in "\n".join(resumed)
     assert_tables_equal_source(spark, config, generator)
