@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cdc_delta.changelog.table import LAND_SEQ
 from cdc_delta.config import AppConfig
 from cdc_delta.consistency.point import Consistency, End, Point, advance, committed_before, first_past, parse_counts
 from cdc_delta.decode.plan import decode_plan
-from cdc_delta.delta.commits import parse_commit
+from cdc_delta.delta.commits import AppCommit, parse_commit
 from cdc_delta.delta.delta_rs import open_table, read
 from cdc_delta.events.transactions import TXN_END
 from cdc_delta.exceptions import one_line
@@ -53,6 +53,16 @@ def taken_by(config: AppConfig) -> Callable[[str, str], bool]:
     return taken
 
 
+def _landing_commits(entries: list[dict[str, Any]], app_id: str) -> Iterator[AppCommit]:
+    """The landings among ``entries`` (a Delta history, newest first) as the stream's commit records."""
+    for entry in entries:
+        commit = parse_commit(
+            entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
+        )
+        if commit is not None and commit.record.operation == "land":
+            yield commit
+
+
 def newest_landing(changelog: Any, app_id: str) -> tuple[int | None, Point | None, int | None]:
     """The newest landing among the changelog's recent commits, the newest point a landing keeps, and the
     newest landing's newest source time. The newest commits first: the newest landing keeps a point where
@@ -61,11 +71,8 @@ def newest_landing(changelog: Any, app_id: str) -> tuple[int | None, Point | Non
         newest: int | None = None
         newest_ts: int | None = None
         entries = changelog.history(depth)  # newest first
-        for entry in entries:
-            commit = parse_commit(
-                entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
-            )
-            if commit is None or commit.record.operation != "land" or commit.record.land_seq is None:
+        for commit in _landing_commits(entries, app_id):
+            if commit.record.land_seq is None:
                 continue
             if newest is None:
                 newest, newest_ts = commit.record.land_seq, commit.record.max_source_ts_ms
@@ -136,12 +143,7 @@ class PointKeeper:
 def kept_before(changelog: Any, app_id: str, through: int, bound: int | None) -> Point | None:
     """The newest point a landing up to ``through`` keeps that is before the END at offset ``bound`` (None:
     any), among the newest :data:`LANDINGS_DEPTH` commits; None where none is."""
-    for entry in changelog.history(LANDINGS_DEPTH):  # newest first
-        commit = parse_commit(
-            entry.get("version", 0), None, entry.get("operation", ""), entry.get("userMetadata"), None, app_id
-        )
-        if commit is None or commit.record.operation != "land":
-            continue
+    for commit in _landing_commits(changelog.history(LANDINGS_DEPTH), app_id):  # newest first
         kept = Point.from_dict(commit.record.consistent)
         if kept is None or kept.through > through or kept.txn_id is None or kept.offset is None:
             continue

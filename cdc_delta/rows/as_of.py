@@ -62,6 +62,10 @@ class Cut:
     oldest_left_out_ms: Mapping[str, int] = field(default_factory=dict)
     """Per table, the oldest source time of a change landed that the cut leaves out (past ``through`` too)."""
 
+    def held_at(self, table: str) -> int:
+        """The newest landing ``table``'s merged version may hold."""
+        return self.held.get(table, self.through)
+
 
 def merged_now(spark: SparkSession, config: AppConfig, table: TableConfig) -> Merged:
     """The table's current version and the landing it holds."""
@@ -102,7 +106,7 @@ def live_rows(
         through = cut.through
 
     def merged_side(table: TableConfig) -> Merged:
-        held = through if cut is None else cut.held.get(table.name, cut.through)
+        held = through if cut is None else cut.held_at(table.name)
         return merged_now(spark, config, table) if held is None else merged_at(spark, config, table, held)
 
     merged = {t.name: merged_side(t) for t in wanted}

@@ -26,7 +26,8 @@ class Boundary:
     """Where the snapshot cuts the tables."""
 
     point: Point | None
-    """The consistent point at or before the cut-off; None: as of the landing (no transaction metadata)."""
+    """The consistent point at or before the cut-off; None: as of the landing (no transaction metadata, or
+    ``--at-landing``)."""
     waiting: str | None = None
     """Not ready: the transaction committed before the cut-off that has not landed whole."""
 
@@ -35,7 +36,7 @@ class Boundary:
         if self.waiting is not None:
             return f"{self.waiting}, committed before the cut-off"
         if point is None:
-            return "no transaction metadata: the tables as of that landing"
+            return "the tables as of that landing (no transaction metadata, or --at-landing)"
         if point.txn_id is None:
             return "no source transaction committed before the cut-off: the tables before the first"
         return f"the tables at the source's last transaction before the cut-off, {point.txn_id}{_when(point)}"

@@ -201,7 +201,7 @@ class _Run:
                 rows = live_rows(self.spark, self.config, [table], through).get(table.name)
             else:
                 rows = live_rows(self.spark, self.config, [table], cut=cut).get(table.name)
-                through = cut.held.get(table.name, cut.through)
+                through = cut.held_at(table.name)
             version = merged_at(self.spark, self.config, table, through).version
         except Exception as exc:  # the JVM's error for files VACUUM removed carries no Python type
             if isinstance(exc, SnapshotError):
