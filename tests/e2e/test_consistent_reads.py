@@ -245,6 +245,18 @@ def test_reads_at_the_consistent_point_never_show_half_a_transaction(
         cut_accounts = {r["id"]: r["balance"] for r in published("accounts")}
         assert broken(cut_accounts, [(r["account_id"], r["amount"]) for r in ledger_rows]) == []
         assert cut_accounts != accounts  # the transfers after the midnight are not in it
+        # --at-landing (the way out where a dead letter holds a transaction): as of the landing that
+        # passed the midnight, the day's partition replaced; it holds what the cut held, and no transaction.
+        landing = run_snapshot(
+            spark,
+            config,
+            day,
+            kafka_positions_of(config),
+            at_landing=True,
+            clock=lambda: midnight + dt.timedelta(hours=1),
+        )
+        assert landing.transaction is None and landing.land_seq == report.land_seq
+        assert {r["id"] for r in published("ledger")} >= {r["id"] for r in ledger_rows}
     finally:
         if proc.poll() is None:
             proc.terminate()
