@@ -139,3 +139,18 @@ def test_processes_racing_for_the_lease_never_both_hold_it(tmp_path: Path) -> No
     assert [run.wait(timeout=120) for run in runs] == [0, 0, 0, 0]
     lines = log.read_text().splitlines()
     assert len(lines) == 4 and sum(line.startswith("held ") for line in lines) == 1, lines
+
+
+def test_a_replay_of_dead_letters_is_refused_while_a_stream_runs(tmp_path: Path, capsys) -> None:
+    """The replay lands into the changelog, whose one lander is the stream: refused in one line naming it,
+    before Spark starts."""
+    from cdc_delta.cli.main import main
+
+    config = config_at(tmp_path)
+    path = tmp_path / "cdc.yaml"
+    path.write_text(json.dumps(config.model_dump(mode="json", exclude_defaults=True)))
+    with Lease(config, "stream", "stream"):
+        code = main(["replay-dead-letters", "--config", str(path)])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("cdc-delta: error:")]
+    assert code == 2 and len(errors) == 1, errors
+    assert f"a stream of app leased already runs on this lake: stream pid {os.getpid()} on " in errors[0]

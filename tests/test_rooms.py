@@ -11,8 +11,8 @@ import pytest
 PACKAGE = Path(__file__).parents[1] / "cdc_delta"
 
 MERGER_PUBLIC = {"cdc_delta.merger", "cdc_delta.merger.results"}
-"""The merger's public entry points: the package (Merger, apply_changes, merging_for, rebuild_table,
-resume_table) and what a round did."""
+"""The merger's public entry points: the package (Merger, merging_for, rebuild_table, resume_table) and what
+a round did."""
 
 JOBS = ("merger", "stream", "maintenance", "snapshot", "check", "views", "cli", "demo")
 SHARED = ("events", "decode", "changelog", "rows", "delta", "kafka", "config", "connect", "consistency")

@@ -50,7 +50,8 @@ class Landing:
     """What one landing put in the changelog."""
 
     land_seq: int
-    batch_id: int
+    batch_id: int | None
+    """None: a replay of dead letters (:mod:`cdc_delta.stream.replay`), no micro-batch."""
     landed_at: dt.datetime
     events_by_table: dict[str, int] = dc_field(default_factory=dict)
     """Changes per table (row events and truncates)."""
@@ -58,7 +59,9 @@ class Landing:
     """The batch had landed already (a batch run again after a crash): nothing was appended."""
 
 
-def landed_rows(decoded: DataFrame, land_seq: int, batch_id: int, epoch: str | None, at: dt.datetime) -> DataFrame:
+def landed_rows(
+    decoded: DataFrame, land_seq: int, batch_id: int | None, epoch: str | None, at: dt.datetime
+) -> DataFrame:
     """The changelog rows of a decoded batch (its row events, truncates and transaction ENDs), sorted by
     table. A row event's schema id is its Connect schema's reference where its image is as Debezium wrote
     it, else its column descriptor's (:func:`~.table.schema_id`); an END's ``row_json`` is its counts."""
@@ -120,7 +123,7 @@ class Changelog:
     def land(
         self,
         decoded: DataFrame,
-        batch_id: int,
+        batch_id: int | None,
         at: dt.datetime,
         record: StreamCommit,
         descriptors: set[str],
@@ -130,12 +133,13 @@ class Changelog:
         purges: Purges | None = None,
     ) -> Landing:
         """Append the batch's changes in one commit (none when this checkpoint epoch's batch landed
-        before, :meth:`_landing_of`); ``descriptors`` are the batch's
+        before, :meth:`_landing_of`; ``batch_id`` None: a replay of dead letters, which always lands, and
+        whose record holds no Kafka position); ``descriptors`` are the batch's
         distinct column descriptors and Connect schema references, stored first where new (a
         reference's text from ``connect_schemas``, the decoder's); ``new_tables``, the tables pattern entries
         made in this batch (:meth:`claim`), are added to the table index first; ``purges``, the batch's
         deletes of purges, land archived (:mod:`.purges`)."""
-        held = self._landing_of(batch_id)
+        held = self._landing_of(batch_id) if batch_id is not None else None
         if held is not None:
             logger.info("batch %d had landed before (a batch run again): nothing appended", batch_id)
             return Landing(held.land_seq if held.land_seq is not None else -1, batch_id, at, {}, replayed=True)
@@ -159,7 +163,8 @@ class Changelog:
         mine = current_version(self.spark, self.path)
         self._alone(mine - 1)  # one that landed between the check above and this commit
         self._seen = mine
-        self._newest = record
+        if batch_id is not None:
+            self._newest = record
         return Landing(land_seq, batch_id, at, dict(events_by_table))
 
     def claim(
@@ -188,14 +193,15 @@ class Changelog:
         return newest
 
     def _newest_landing(self, version: int | None) -> StreamCommit | None:
-        """This app's newest landing in the changelog's log (at ``version``): among its newest commits
-        first (maintenance commits between landings, a few an hour), then further back."""
+        """This app's newest landing of a micro-batch in the changelog's log (at ``version``; a replay of
+        dead letters is none): among its newest commits first (maintenance commits between landings, a
+        few an hour), then further back."""
         if version is None:
             return None
         table = DeltaTable.forPath(self.spark, self.path)
         for limit in (50, 2_000, None):
             for commit in app_commits(table, self.config.app_id, limit):
-                if commit.record.operation == "land":
+                if commit.record.operation == "land" and not commit.record.from_dead_letters:
                     return commit.record
             if limit is None or limit > version:  # that read covered the whole log
                 break

@@ -60,7 +60,7 @@ class Purges:
     again)."""
 
     def relabeled(
-        self, rows: DataFrame, changelog: str, land_seq: int, batch_id: int, epoch: str | None, at: object
+        self, rows: DataFrame, changelog: str, land_seq: int, batch_id: int | None, epoch: str | None, at: object
     ) -> DataFrame:
         """A landing's changelog ``rows`` with the purges' deletes archived, and the deletes of
         :attr:`found_late` landed before in the ``changelog`` (its path) added, archived, as part of this

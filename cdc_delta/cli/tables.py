@@ -4,24 +4,41 @@ changelog."""
 from __future__ import annotations
 
 import argparse
+from contextlib import ExitStack
 from typing import Any
 
-from cdc_delta.cli.common import add_config_argument, spark_for, utc_time
+from cdc_delta.cli.common import add_config_argument, leases, spark_for, utc_time
 from cdc_delta.config import load_config
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from cdc_delta.lease import Lease, LeaseHeld
     from cdc_delta.stream.replay import replay_dead_letters
 
     config = load_config(args.config)
-    result = replay_dead_letters(spark_for(config), config, args.table, args.since)
-    failed = [t for t in (result.merge.tables if result.merge is not None else ()) if t.error]
-    print(
-        f"replay: {result.rows_in} dead letters, {result.landed - sum(t.events for t in failed)} applied, "
-        f"{result.dead_lettered} dead-lettered again, {result.skipped} skipped"
+    # The replay lands into the changelog, whose lander the stream is: a running stream is refused.
+    with leases(config, ["stream"], "replay-dead-letters"), ExitStack() as merging:
+        try:
+            merging.enter_context(Lease(config, "merge", "replay-dead-letters"))
+            merge_job = None
+        except LeaseHeld as held:  # a merge job runs (merge.in_stream: false): it merges the landing
+            merge_job = str(held)
+        result = replay_dead_letters(spark_for(config), config, args.table, args.since, merge=merge_job is None)
+    landed = (
+        "nothing landed" if result.land_seq is None else f"{result.landed} changes landed as landing {result.land_seq}"
     )
+    print(
+        f"replay: {result.rows_in} dead letters, {landed}, {result.dead_lettered} dead-lettered again, "
+        f"{result.skipped} skipped"
+    )
+    failed = [t for t in result.merge.tables if t.error] if result.merge is not None else []
+    if result.merge is not None:
+        tables = len(result.merge.tables)
+        print(f"merged: {tables} table(s), {result.merge.merged_events} changes pending in them (these among them)")
+    elif result.land_seq is not None:
+        print("not merged here: the merge job that runs merges them (cdc-delta status shows them pending until then)")
     for t in failed:
-        print(f"not applied: {t.table}: {t.error}")
+        print(f"not merged: {t.table}: {t.error}")
     return 0 if result.dead_lettered == 0 and not failed else 1
 
 
@@ -55,7 +72,8 @@ def add_commands(sub: Any) -> None:
     """Register this module's commands on the top-level subparsers."""
     replay = sub.add_parser(
         "replay-dead-letters",
-        help="re-apply dead letters (after fixing a stopped table); exits 1 if some still fail",
+        help="land the dead letters again (after fixing their cause) and merge them; with the stream stopped "
+        "(it lands into the changelog, which the stream does); exits 1 if some still fail",
     )
     add_config_argument(replay)
     replay.add_argument("--table", help="only the dead letters of this logical table (db.table)")

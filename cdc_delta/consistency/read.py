@@ -65,8 +65,9 @@ def _landing_commits(entries: list[dict[str, Any]], app_id: str) -> Iterator[App
 
 def newest_landing(changelog: Any, app_id: str) -> tuple[int | None, Point | None, int | None]:
     """The newest landing among the changelog's recent commits, the newest point a landing keeps, and the
-    newest landing's newest source time. The newest commits first: the newest landing keeps a point where
-    the stream computed one after the landing before."""
+    newest source time of the stream's newest landing (a replay of dead letters lands older changes). The
+    newest commits first: the newest landing keeps a point where the stream computed one after the landing
+    before."""
     for depth in (RECENT_DEPTH, LANDINGS_DEPTH):
         newest: int | None = None
         newest_ts: int | None = None
@@ -75,7 +76,9 @@ def newest_landing(changelog: Any, app_id: str) -> tuple[int | None, Point | Non
             if commit.record.land_seq is None:
                 continue
             if newest is None:
-                newest, newest_ts = commit.record.land_seq, commit.record.max_source_ts_ms
+                newest = commit.record.land_seq
+            if newest_ts is None and not commit.record.from_dead_letters:  # the stream's, not a replay's
+                newest_ts = commit.record.max_source_ts_ms
             kept = Point.from_dict(commit.record.consistent)
             if kept is not None:
                 return newest, kept, newest_ts

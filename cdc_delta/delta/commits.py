@@ -6,7 +6,8 @@ Two kinds of commits carry a :class:`StreamCommit` as their Delta ``userMetadata
 - a *landing*, the changelog's commit of one micro-batch: app id, epoch, batch id, its landing number
   (``land_seq``) and the batch's Kafka offsets and source times; a batch that the app's newest landing
   holds already (same epoch, batch id not below) appends nothing
-  (:meth:`cdc_delta.changelog.append.Changelog.land`);
+  (:meth:`cdc_delta.changelog.append.Changelog.land`); a replay of dead letters lands with no batch id
+  and no position (:attr:`StreamCommit.from_dead_letters`);
 - a *merge*, a table's commit of its pending changes: app id, table, the landing it holds up to
   (``land_seq``), its changes and newest source time; its transaction id ``<app_id>:<table>:merge``
   has that landing number as version (:func:`merged_through` reads it back).
@@ -65,6 +66,12 @@ class StreamCommit:
     consistent: dict[str, Any] | None = None
     """A landing's: the consistent point the stream computed after its previous landing
     (:class:`cdc_delta.consistency.point.Point`), where a reader goes on from."""
+
+    @property
+    def from_dead_letters(self) -> bool:
+        """A landing of a replay of dead letters (:mod:`cdc_delta.stream.replay`): no micro-batch, no Kafka
+        position; whoever reads how far the stream has read passes over it."""
+        return self.operation == "land" and self.batch_id is None
 
     def for_table(self, table: str, events: int, max_source_ts_ms: int | None) -> StreamCommit:
         return dataclasses.replace(self, table=table, events=events, table_max_source_ts_ms=max_source_ts_ms)

@@ -6,7 +6,7 @@ What a round did is in :mod:`.results`, which other rooms read."""
 
 from cdc_delta.merger.rebuild import rebuild_table
 from cdc_delta.merger.resume import resume_table
-from cdc_delta.merger.run import INTERPRETED, Merger, apply_changes
+from cdc_delta.merger.run import INTERPRETED, Merger
 from cdc_delta.merger.with_stream import merging_for
 
-__all__ = ["INTERPRETED", "Merger", "apply_changes", "merging_for", "rebuild_table", "resume_table"]
+__all__ = ["INTERPRETED", "Merger", "merging_for", "rebuild_table", "resume_table"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Protocol
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from cdc_delta import hadoop_fs
 from cdc_delta.changelog.append import Landing
@@ -34,7 +34,7 @@ from cdc_delta.changelog.pending import TableSummary, changes, landed_since, tab
 from cdc_delta.changelog.table import changelog_path, ensure_tables
 from cdc_delta.config import AppConfig
 from cdc_delta.delta.commits import StreamCommit
-from cdc_delta.delta.workers import TableWorkers, each_table, fails_the_batch
+from cdc_delta.delta.workers import TableWorkers, fails_the_batch
 from cdc_delta.exceptions import SchemasMissing
 from cdc_delta.merger.apply import TableApplier, TableChanges, TableRound
 from cdc_delta.merger.gate import LandingGate
@@ -107,20 +107,6 @@ class Rounds:
     @property
     def merged_events(self) -> int:
         return sum(r.merged_events for r in self.results)
-
-
-def apply_changes(
-    spark: SparkSession, config: AppConfig, frame: DataFrame, names: list[str], through: int
-) -> list[TableResult]:
-    """Apply changes that did not come through the changelog (re-decoded dead letters) straight to their
-    tables ``names``, each table's share by the merger's own code, ``merge.concurrency`` at a time:
-    ``frame`` holds decoded row events and truncates as a landing would (its ``land_seq`` is ``through``
-    for all), and each table's commit carries ``through`` as its transaction version under ``config``'s
-    app id."""
-    work = table_work(config.app_id, names, table_summaries(frame), through)
-    applier = TableApplier(spark, config)
-    shared = TableRound(frame, through)
-    return each_table(spark, config.merge.concurrency, lambda session, w: applier.apply(session, shared, w), work)
 
 
 class Merger:

@@ -86,7 +86,7 @@ def wait_until_ready(
             why = f"{why}, but {boundary.describe()}"
         if time.monotonic() + snap.poll_seconds > deadline:
             fix = "run again later or pass --wait"
-            if ready.ready:  # a change that will not come: a dead letter (a replay merges it, it lands no more)
+            if ready.ready:  # a change that will not come by this landing: a dead letter (a replay lands it later)
                 fix = (
                     "if its change is a dead letter, replay it (`cdc-delta replay-dead-letters`) and publish with "
                     "--at-landing, which cuts the tables at the landing, not at a transaction"

@@ -11,17 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from cdc_delta.config import parse_config
+from cdc_delta.config import load_config, parse_config
 from cdc_delta.consistency.cut import consistent_cut
 from cdc_delta.consistency.point import Point
 from cdc_delta.consistency.read import consistent_point
 from cdc_delta.demo.batches import kafka_frame
 from cdc_delta.demo.generator import Column, SourceTable, envelope
+from cdc_delta.lease import Lease
 from cdc_delta.rows.as_of import live_rows
 from cdc_delta.snapshot.boundary import boundary_at
 from tests.batches import merging_processor
 from tests.delta_rows import read_canonical
+from tests.services import cdc_delta_here
 
 pytestmark = pytest.mark.spark
 
@@ -136,3 +139,89 @@ def test_transactions_land_and_the_point_waits_for_the_whole_of_one(spark: Any, 
     for name in ("inventory.items", "inventory.ledger"):
         table = read_canonical(spark, config.storage.table_path(config.table(name)))[1]
         assert sorted((r["id"], r["_cdc_deleted"]) for r in table) == [(1, False), (2, False)]
+
+
+def test_a_dead_lettered_change_holds_the_point_until_its_replay_lands_it(spark: Any, tmp_path: Path) -> None:
+    """A transaction's change that is a dead letter (a value its column cannot take) holds the point at the
+    transaction before; once the config takes it, ``replay-dead-letters`` lands it in the changelog (with
+    the stream stopped, after its landings), the point passes the transaction, and a read at the point
+    shows both halves, merged or not. A stream started again knows its own last landing still."""
+
+    def config_file(qty: str) -> Path:
+        data = {
+            "app_id": "t",
+            "storage": {"root": str(tmp_path / "lake")},
+            "tables": [
+                {"name": "inventory.items", "topics": ["srv.inventory.items"], "key": ["id"]},
+                {
+                    "name": "inventory.ledger",
+                    "topics": ["srv.inventory.ledger"],
+                    "key": ["id"],
+                    "columns": {"id": "bigint", "qty": qty},
+                },
+            ],
+            "merge": {"max_delay_seconds": 0},
+        }
+        path = tmp_path / "cdc.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    strict = load_config(config_file("int"), env={})
+    late = envelope(
+        LEDGER, "c", None, {"id": 2, "qty": 2}, pos=210, gtid="0-1-6", ts_ms=210_000, server="srv", with_schema=False
+    )
+    late["after"]["qty"] = 7.5  # not an int
+    late["transaction"] = {"id": "0-1-6", "total_order": 2, "data_collection_order": 1}
+    batch = [
+        change(ITEMS, 0, 1, "0-1-5", 1, 100),
+        change(LEDGER, 0, 1, "0-1-5", 2, 110),
+        change(ITEMS, 1, 2, "0-1-6", 1, 200),
+        ("srv.inventory.ledger", 0, 1, b"k", json.dumps(late).encode()),
+        marker(0, "BEGIN", "0-1-5"),
+        marker(1, "END", "0-1-5", {"inventory.items": 1, "inventory.ledger": 1}),
+        marker(2, "BEGIN", "0-1-6"),
+        marker(3, "END", "0-1-6", {"inventory.items": 1, "inventory.ledger": 1}),
+    ]
+    first = merging_processor(spark, strict).process(kafka_frame(spark, batch), 0)
+    assert (first.landed, first.dead_lettered) == (3, 1)
+    held = first.consistency
+    assert held is not None and held.point is not None and held.point.txn_id == "0-1-5"
+    assert held.waiting is not None and held.waiting.missing == {"inventory.ledger": (0, 1)}
+
+    # The config fixed; a merge job runs (it holds the merge lease): the replay lands, and leaves merging to it.
+    fixed_path = config_file("double")
+    fixed = load_config(fixed_path, env={})
+    with Lease(fixed, "merge", "merge"):
+        run = cdc_delta_here(fixed_path, "replay-dead-letters")
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    said = run.stdout.splitlines()
+    number = int(said[0].split("landed as landing ")[1].split(",")[0])
+    assert number > first.land_seq and said == [  # type: ignore[operator]
+        f"replay: 1 dead letters, 1 changes landed as landing {number}, 0 dead-lettered again, 0 skipped",
+        "not merged here: the merge job that runs merges them (cdc-delta status shows them pending until then)",
+    ]
+    changelog = spark.read.format("delta").load(fixed.changelog.located(fixed.storage.root))
+    replayed = changelog.where(f"land_seq = {number}").collect()
+    assert [(r["table"], r["txn"]["id"], r["batch_id"]) for r in replayed] == [("inventory.ledger", "0-1-6", None)]
+    read = consistent_point(fixed)
+    assert read.point is not None and read.point.txn_id == "0-1-6" and read.waiting is None
+    assert read.newest_source_ts_ms == first.max_source_ts_ms  # the stream's newest landing's, not the replay's
+    both = {"inventory.items": [1, 2], "inventory.ledger": [1, 2]}
+    # Not merged yet, read from the changelog: at the point, and live (pending changes over the table).
+    assert live_ids(spark, fixed, read.point) == both and live_ids(spark, fixed) == both
+    ledger_path = fixed.storage.table_path(fixed.table("inventory.ledger"))
+    assert [r["id"] for r in read_canonical(spark, ledger_path)[1]] == [1]
+    merged = cdc_delta_here(fixed_path, "merge", "--until-caught-up")
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    assert {r["id"]: r["qty"] for r in read_canonical(spark, ledger_path)[1]} == {1: 1.0, 2: 7.5}
+
+    # The stream started again runs its batch 0 again (as after a kill before its checkpoint committed): its
+    # newest landing is still known as batch 0's, the replay's being no batch's, and nothing lands twice.
+    again = merging_processor(spark, fixed).process(kafka_frame(spark, batch), 0)
+    assert again.land_seq is None, again.summary()
+    assert spark.read.format("delta").load(fixed.changelog.located(fixed.storage.root)).count() == changelog.count()
+    # Nothing is left to replay.
+    second = cdc_delta_here(fixed_path, "replay-dead-letters")
+    assert second.returncode == 0 and second.stdout.startswith(
+        "replay: 0 dead letters, nothing landed, 0 dead-lettered again"
+    )

@@ -276,6 +276,7 @@ def test_replaying_dead_letters_after_a_config_fix(spark, tmp_path: Path) -> Non
         replay_dead_letters(spark, fixed, "nope", None)
     again = replay_dead_letters(spark, fixed, None, None)
     assert (again.rows_in, again.landed, again.dead_lettered) == (2, 1, 1)
+    assert again.land_seq is not None and first.land_seq is not None and again.land_seq > first.land_seq
     rows = {r["id"]: r["qty"] for r in table_rows(spark, fixed, "inventory.items")}
     assert rows == {1: 7.5, 2: 3.0}  # the int column was widened to double to take the fix
     # Both are marked replayed; the one dead again is a new row, still to do: the count falls to 1.
