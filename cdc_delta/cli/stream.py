@@ -23,6 +23,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     require_subscription(config.kafka)
     stop = GracefulStop()
+    stop.install()  # before the leases are taken: a stop meanwhile ends the command before the stream starts
     roles: list[Role] = ["stream", "merge"] if config.merge.in_stream else ["stream"]
     return run_leased(config, roles, "stream", stop.requested, lambda: _stream(args, config, stop))
 
@@ -40,7 +41,6 @@ def _stream(args: argparse.Namespace, config: AppConfig, stop: Any) -> int:
 
         metrics = StreamMetrics(config)
         server = MetricsServer(config, metrics.registry)  # takes the port now: in use fails before Spark starts
-    stop.install()
     kafka, watch = config.kafka, None
     if not kafka.raw_security:
         from cdc_delta.kafka.client import brokers
