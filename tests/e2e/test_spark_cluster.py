@@ -25,6 +25,7 @@ from deltalake import DeltaTable
 from cdc_delta import columns as C
 from cdc_delta.demo.batches import DEMO_TABLES
 from cdc_delta.demo.generator import ChangeGenerator
+from tests.conftest import QUICK_JVM
 from tests.services import NativeKafka, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -84,6 +85,10 @@ def standalone(folder: Path, env: dict[str, str]) -> Iterator[str]:
                 daemon.kill()
 
 
+# The executors live as long as the job (a minute): C1 alone, as the tests' other short-lived JVMs (conftest).
+QUICK_EXECUTORS = f"spark.executor.extraJavaOptions={QUICK_JVM}"
+
+
 def cluster_config(folder: Path, bootstrap: str) -> Path:
     """The generated demo's config, as a cluster runs it: the cluster's master (spark.master null)."""
     data = yaml.safe_load((ROOT / "streaming" / "demo-config.yaml").read_text())
@@ -123,7 +128,7 @@ def test_spark_submit_on_a_standalone_cluster_lands_and_merges_with_the_package_
         submitted = subprocess.run(
             [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--packages", PACKAGES]
             + ["--jars", str(dist / "cdc-delta-decoder.jar"), "--py-files", str(dist / "cdc_delta.zip")]
-            + ["--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false"]
+            + ["--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false", "--conf", QUICK_EXECUTORS]
             + [str(ROOT / "streaming" / "run_stream.py"), "--config", str(config), "--until-caught-up"],
             capture_output=True,
             text=True,
@@ -138,7 +143,7 @@ def test_spark_submit_on_a_standalone_cluster_lands_and_merges_with_the_package_
         maintained = subprocess.run(
             [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--packages", PACKAGES]
             + ["--jars", str(dist / "cdc-delta-decoder.jar"), "--py-files", str(dist / "cdc_delta.zip")]
-            + ["--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false"]
+            + ["--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false", "--conf", QUICK_EXECUTORS]
             + [str(ROOT / "maintenance" / "run_maintenance.py"), "--config", str(config)],
             capture_output=True,
             text=True,
