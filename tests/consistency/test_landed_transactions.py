@@ -217,11 +217,7 @@ def test_a_dead_lettered_change_holds_the_point_until_its_replay_lands_it(spark:
 
     # The stream started again runs its batch 0 again (as after a kill before its checkpoint committed): its
     # newest landing is still known as batch 0's, the replay's being no batch's, and nothing lands twice.
+    rows = changelog.count()
     again = merging_processor(spark, fixed).process(kafka_frame(spark, batch), 0)
     assert again.land_seq is None, again.summary()
-    assert spark.read.format("delta").load(fixed.changelog.located(fixed.storage.root)).count() == changelog.count()
-    # Nothing is left to replay.
-    second = cdc_delta_here(fixed_path, "replay-dead-letters")
-    assert second.returncode == 0 and second.stdout.startswith(
-        "replay: 0 dead letters, nothing landed, 0 dead-lettered again"
-    )
+    assert spark.read.format("delta").load(fixed.changelog.located(fixed.storage.root)).count() == rows
