@@ -88,10 +88,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
         if quick is not None:
             os.environ["SPARK_SUBMIT_OPTS"] = quick
     JVM_STDERR.append(jvm_stderr)
+    watcher = SweepWatcher(tmp_path_factory.getbasetemp())
     yield session
     session.stop()
     JVM_STDERR.clear()
-    said = sweep_delta_tables(tmp_path_factory.getbasetemp())
+    said = sweep_delta_tables(tmp_path_factory.getbasetemp(), watcher.finish())
     reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
     if reporter is not None and capture is not None:  # past pytest's capture: the count belongs in the log
@@ -99,13 +100,46 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
             reporter.write_line("\n" + said)
 
 
-def sweep_delta_tables(root: Path) -> str:
+def _sweep_env() -> dict[str, str]:
+    """The sweep's environment: its JVM compiled with both compilers (it reads hundreds of tables)."""
+    return {k: v for k, v in os.environ.items() if not (k == "SPARK_SUBMIT_OPTS" and v == QUICK_JVM)}
+
+
+class SweepWatcher:
+    """:mod:`tests.delta_rs_sweep` ``--watch`` over the run's tables while the tests run, at the lowest CPU
+    priority; :meth:`finish` stops it and returns the state file the sweep at the end reads."""
+
+    def __init__(self, root: Path) -> None:
+        self.state = root / "delta-rs-sweep.state.jsonl"
+        self.stop = root / "delta-rs-sweep.stop"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.delta_rs_sweep", "--watch", str(root), str(self.state), str(self.stop)],
+            env=_sweep_env(),
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL,
+            stderr=(root / "delta-rs-sweep.watch.log").open("ab"),
+            preexec_fn=lambda: os.nice(19),  # the child has started no thread before exec
+        )
+
+    def finish(self) -> Path:
+        """Stop it (it ends the group of tables it is reading) and return its state."""
+        self.stop.touch()
+        try:
+            self.proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.state
+
+
+def sweep_delta_tables(root: Path, state: Path | None = None) -> str:
     """Run :mod:`tests.delta_rs_sweep` over the Delta tables under ``root`` in a process of its own (a
-    fresh JVM, compiled with both compilers); its summary line, or the test run fails with what differs."""
-    env = {k: v for k, v in os.environ.items() if not (k == "SPARK_SUBMIT_OPTS" and v == QUICK_JVM)}
+    fresh JVM, compiled with both compilers), passing over those ``state`` (:class:`SweepWatcher`'s) read
+    alike while the tests ran and unchanged since; its summary line, or the test run fails with what
+    differs."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.delta_rs_sweep", str(root)],
-        env=env,
+        [sys.executable, "-m", "tests.delta_rs_sweep", str(root), *(["--state", str(state)] if state else [])],
+        env=_sweep_env(),
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
