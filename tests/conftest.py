@@ -37,6 +37,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+_BORN: dict[int, str] = {}
+"""Per thread of this process (its native id), the test during which it started."""
+
+
+@pytest.fixture(autouse=True)
+def _threads_born(request: pytest.FixtureRequest) -> Iterator[None]:
+    before = set(os.listdir("/proc/self/task"))
+    yield
+    for tid in set(os.listdir("/proc/self/task")) - before:
+        _BORN.setdefault(int(tid), request.node.nodeid)
+
+
+def busy_threads(min_cpu_s: float = 60.0) -> list[str]:
+    """The threads of this process but the main one that used ``min_cpu_s`` of CPU or more, each with the
+    test it started in and, for a Python thread, where it is: a thread a test left busy slows every test
+    after it (one took a core for the last 35 minutes of a run)."""
+    import threading
+    import traceback
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    frames = sys._current_frames()
+    python = {t.native_id: t for t in threading.enumerate()}
+    found = []
+    for tid in sorted(int(t) for t in os.listdir("/proc/self/task")):
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if tid == os.getpid() or cpu < min_cpu_s:
+            continue
+        thread = python.get(tid)
+        where = ""
+        if thread is not None and thread.ident in frames:
+            stack = traceback.extract_stack(frames[thread.ident])[-4:]
+            where = "; at " + " < ".join(
+                f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in reversed(stack)
+            )
+        name = thread.name if thread is not None else "not a Python thread"
+        born = _BORN.get(tid, "the session start")
+        found.append(f"busy thread {tid} ({name}), started during {born}: {cpu:.0f} s of CPU{where}")
+    return found
+
+
 @pytest.fixture(autouse=True)
 def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
@@ -90,6 +134,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
     JVM_STDERR.append(jvm_stderr)
     watcher = SweepWatcher(tmp_path_factory.getbasetemp())
     yield session
+    busy = busy_threads()
     session.stop()
     JVM_STDERR.clear()
     said = sweep_delta_tables(tmp_path_factory.getbasetemp(), watcher.finish())
@@ -97,7 +142,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config)
     capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
     if reporter is not None and capture is not None:  # past pytest's capture: the count belongs in the log
         with capture.global_and_fixture_disabled():
-            reporter.write_line("\n" + said)
+            reporter.write_line("\n" + "\n".join([*busy, said]))
 
 
 def _sweep_env() -> dict[str, str]:
