@@ -49,24 +49,35 @@ def _threads_born(request: pytest.FixtureRequest) -> Iterator[None]:
         _BORN.setdefault(int(tid), request.node.nodeid)
 
 
-def busy_threads(min_cpu_s: float = 60.0) -> list[str]:
-    """The threads of this process but the main one that used ``min_cpu_s`` of CPU or more, each with the
-    test it started in and, for a Python thread, where it is: a thread a test left busy slows every test
-    after it (one took a core for the last 35 minutes of a run)."""
-    import threading
-    import traceback
-
+def _thread_cpu_s() -> dict[int, float]:
+    """CPU seconds used so far by each thread of this process, by native id."""
     ticks = os.sysconf("SC_CLK_TCK")
-    frames = sys._current_frames()
-    python = {t.native_id: t for t in threading.enumerate()}
-    found = []
-    for tid in sorted(int(t) for t in os.listdir("/proc/self/task")):
+    used = {}
+    for tid in os.listdir("/proc/self/task"):
         try:
             fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-        if tid == os.getpid() or cpu < min_cpu_s:
+        used[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return used
+
+
+def busy_threads(window_s: float = 2.0, min_share: float = 0.25) -> list[str]:
+    """The threads of this process but the main one busy now (``min_share`` of a core or more over
+    ``window_s``), each with the test it started in and, for a Python thread, where it is: a thread a test
+    left busy slows every test after it (one took a core for the last 35 minutes of a run)."""
+    import threading
+    import traceback
+
+    before = _thread_cpu_s()
+    time.sleep(window_s)
+    after = _thread_cpu_s()
+    frames = sys._current_frames()
+    python = {t.native_id: t for t in threading.enumerate()}
+    found = []
+    for tid, cpu in sorted(after.items()):
+        share = (cpu - before.get(tid, 0.0)) / window_s
+        if tid == os.getpid() or share < min_share:
             continue
         thread = python.get(tid)
         where = ""
@@ -77,7 +88,7 @@ def busy_threads(min_cpu_s: float = 60.0) -> list[str]:
             )
         name = thread.name if thread is not None else "not a Python thread"
         born = _BORN.get(tid, "the session start")
-        found.append(f"busy thread {tid} ({name}), started during {born}: {cpu:.0f} s of CPU{where}")
+        found.append(f"busy thread {tid} ({name}), started during {born}: {share:.0%} of a core{where}")
     return found
 
 
