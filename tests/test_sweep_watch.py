@@ -3,13 +3,19 @@ changed: its fingerprint moves with a commit, a file added or removed, a file's 
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from tests.delta_rs_sweep import fingerprint
 
 
-def test_a_tables_fingerprint_moves_with_every_write(tmp_path: Path) -> None:
-    table = tmp_path / "t"
+def test_a_tables_fingerprint_moves_with_every_write() -> None:
+    # Outside the run's folder: the sweep at the end reads every Delta log under it, and this one is no table.
+    with tempfile.TemporaryDirectory() as folder:
+        _moves_with_every_write(Path(folder) / "t")
+
+
+def _moves_with_every_write(table: Path) -> None:
     (table / "_delta_log").mkdir(parents=True)
     (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
     (table / "part-0.parquet").write_bytes(b"abc")
