@@ -18,12 +18,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     # The replay lands into the changelog, whose lander the stream is: a running stream is refused.
     with leases(config, ["stream"], "replay-dead-letters"), ExitStack() as merging:
+        merge = True
         try:
             merging.enter_context(Lease(config, "merge", "replay-dead-letters"))
-            merge_job = None
-        except LeaseHeld as held:  # a merge job runs (merge.in_stream: false): it merges the landing
-            merge_job = str(held)
-        result = replay_dead_letters(spark_for(config), config, args.table, args.since, merge=merge_job is None)
+        except LeaseHeld:  # a merge job runs (merge.in_stream: false): it merges the landing
+            merge = False
+        result = replay_dead_letters(spark_for(config), config, args.table, args.since, merge=merge)
     landed = (
         "nothing landed" if result.land_seq is None else f"{result.landed} changes landed as landing {result.land_seq}"
     )

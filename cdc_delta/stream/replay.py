@@ -5,7 +5,7 @@ stream's, so that they reach the tables the way every change does: merged by the
 versions, the activity counts, the live views' pending changes), and counted by the consistent point, a
 transaction whose change was a dead letter becoming whole. The changelog has one lander at a time: the
 command holds the stream's lease (a running stream is refused; stop it, replay, start it). A replay
-landing records no Kafka position (``batch_id`` None: :attr:`~cdc_delta.delta.commits.StreamCommit.replayed`),
+landing records no Kafka position (``batch_id`` None: :attr:`~cdc_delta.delta.commits.StreamCommit.from_dead_letters`),
 and whoever reads the stream's positions passes over it. Then, where no merge job holds the merge lease,
 it merges the tables it landed for.
 
